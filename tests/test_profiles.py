@@ -1,0 +1,33 @@
+"""Runner device profiles: schema, catalog ids and the refusal of unknown names."""
+import json
+
+import jsonschema
+import pytest
+
+from conftest import ROOT, run_cli
+from runners import profiles
+from x4lib import specs
+
+SCHEMA = json.loads((ROOT / "runners" / "profile.schema.json").read_text())
+
+
+@pytest.mark.parametrize("name", profiles.names())
+def test_profile_is_valid_and_names_known_devices(name):
+    data = profiles.load(name)
+    jsonschema.validate(data, SCHEMA)
+    for dev_id in data["expects"]["catalog_ids"]:
+        specs.get(dev_id)
+
+
+def test_the_decided_profiles_exist():
+    assert {"local-cpu", "i5-8250u", "a100", "h100", "h200", "cluster-2x8"} <= set(profiles.names())
+
+
+def test_unknown_profile_is_refused():
+    with pytest.raises(profiles.ProfileError, match="known profiles"):
+        profiles.load("tpu-pod")
+
+
+def test_profiles_cli_lists_them():
+    r = run_cli("profiles", "--json", module="runners")
+    assert r.returncode == 0 and {p["name"] for p in json.loads(r.stdout)} == set(profiles.names())

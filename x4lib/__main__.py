@@ -1,0 +1,5 @@
+import sys
+
+from x4lib.cli import main
+
+sys.exit(main())

@@ -1,0 +1,36 @@
+"""Interactive explorers (ipywidgets). In JupyterLab they recompute on every change; in the built
+book no kernel runs, so each chapter also shows a static table or figure from the same x4lib call.
+Used in: book/00-motivation.md.
+"""
+from __future__ import annotations
+
+from x4lib import economics, specs
+
+
+def training_explorer():
+    """Sliders for the quiz's givens → the estimate table (economics.summary_row)."""
+    import ipywidgets as w
+    import pandas as pd
+    from IPython.display import display
+
+    g = economics.quiz_givens()
+    gpu_ids = [d.id for d in specs.load_catalog().values() if "bf16_dense_tflops" in d.values and "tdp_w" in d.values]
+
+    def show(params_b, tokens_t, n_gpus, device, mfu, usd_per_gpu_hour):
+        try:
+            est = economics.estimate_quiz(params=params_b * 1e9, tokens=tokens_t * 1e12, n_gpus=n_gpus,
+                                          device=device, mfu=mfu, usd_per_gpu_hour=usd_per_gpu_hour)
+        except ValueError as exc:
+            print(f"cannot estimate: {exc}")
+            return
+        display(pd.DataFrame([economics.summary_row("explorer", est)]).set_index("scenario").T)
+
+    return w.interactive(
+        show,
+        params_b=w.FloatLogSlider(value=g["params"] / 1e9, base=10, min=0, max=4, description="params (B)"),
+        tokens_t=w.FloatLogSlider(value=g["tokens"] / 1e12, base=10, min=-1, max=2, description="tokens (T)"),
+        n_gpus=w.IntText(value=g["n_gpus"], description="GPUs"),
+        device=w.Dropdown(options=gpu_ids, value=g["device"], description="device"),
+        mfu=w.FloatSlider(value=g["mfu"], min=0.05, max=1.0, step=0.05, description="MFU"),
+        usd_per_gpu_hour=w.FloatText(value=g["usd_per_gpu_hour"], description="USD/GPU-h"),
+    )

@@ -1,0 +1,57 @@
+"""Figures of the book. Each function takes a Matplotlib Axes and result objects, draws, and returns
+the Axes: no computation beyond unit conversion for display, no plt.show(), fixed figure sizes.
+
+Three kinds of numbers look different everywhere: model predictions (lines, dashed where they are
+a scenario), our measurements (filled markers), others' published measurements (hollow markers,
+cited in the legend).
+"""
+from __future__ import annotations
+
+from typing import Iterable, Sequence
+
+import numpy as np
+
+from x4lib import roofline as rl
+
+FIGSIZE = (7.0, 4.2)
+
+
+def new_axes(figsize=FIGSIZE):
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=figsize, layout="constrained")
+    return fig, ax
+
+
+def roofline(ax, roofs: Sequence[rl.Roofline], intensity_range=(0.1, 3000.0), marks=None):
+    """Log-log rooflines: attainable TFLOP/s against FLOP/B, with each ridge point marked.
+    ``marks`` = {label: intensity} draws dotted verticals for kernels of those intensities."""
+    x = np.logspace(np.log10(intensity_range[0]), np.log10(intensity_range[1]), 400)
+    for roof in roofs:
+        y = np.minimum(roof.peak_flop_per_s, x * roof.memory_bw_Bps) / 1e12
+        line, = ax.loglog(x, y, label=f"{roof.device_id} {roof.dtype} (dense peak)")
+        ax.plot([roof.ridge_flop_per_B], [roof.peak_flop_per_s / 1e12], "o", color=line.get_color(),
+                markersize=4)
+        ax.annotate(f"ridge {roof.ridge_flop_per_B:.0f} FLOP/B", (roof.ridge_flop_per_B, roof.peak_flop_per_s / 1e12),
+                    textcoords="offset points", xytext=(6, -12), fontsize=8, color=line.get_color())
+    for i, (label, x_i) in enumerate((marks or {}).items()):
+        ax.axvline(x_i, linestyle=":", color=f"C{len(roofs) + i}", label=f"{label}: {x_i:,.1f} FLOP/B")
+    ax.set_xlabel("arithmetic intensity (FLOP/byte)")
+    ax.set_ylabel("attainable rate (TFLOP/s)")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8, loc="lower right")
+    return ax
+
+
+def days_vs_gpus(ax, curves: Iterable[tuple[str, Sequence[int], Sequence[float]]], marker=None):
+    """Model prediction of wall-clock days against GPU count, one line per (label, gpus, days).
+    ``marker`` = (gpus, days, label) highlights one scenario."""
+    for label, gpus, days in curves:
+        ax.loglog(gpus, days, label=label)
+    if marker:
+        g, d, lab = marker
+        ax.plot([g], [d], "o", color="black", markersize=5, label=lab)
+    ax.set_xlabel("number of accelerators")
+    ax.set_ylabel("wall clock (days, model prediction)")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+    return ax
