@@ -92,7 +92,7 @@ def test_a_good_record_parses():
     (lambda r: r["values"]["bf16_dense_tflops"].pop("source"), "'source' is a required property"),
     (lambda r: r["values"]["bf16_dense_tflops"].update(sparsity="sparse"), "store a sparse rate"),
     (lambda r: r["values"]["scaleup_bw_gb_s_per_direction"].update(direction="bidirectional"), "per direction"),
-    (lambda r: r["values"].update(flops={"value": 1, "unit": "TFLOP/s", "source": "x", "accessed": "2026-01-01"}),
+    (lambda r: r["values"].update(flops={"value": 1, "unit": "TFLOP/s", "source": "kaplan-2020", "accessed": "2026-01-01"}),
      "unknown field"),
     (lambda r: r["values"]["tdp_w"].update(value=-700), "less than or equal to the minimum"),
     (lambda r: r.update(kind="quantum"), "'quantum' is not one of"),

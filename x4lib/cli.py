@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 
 from x4lib import economics, roofline, specs
@@ -31,6 +32,9 @@ def _number(kind: str, low: float | None = None, low_open: bool = True, high: fl
             raise argparse.ArgumentTypeError(f"{text} {kind}: must be <= {high:g}")
         return int(v) if integer else v
     return parse
+
+
+_NEGATIVE_NUMBER = re.compile(r"^-(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -63,6 +67,8 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--pue", type=_number("PUE", 1, low_open=False), default=g["pue"], help=">= 1")
     t.add_argument("--power-scope", choices=list(economics.POWER_SCOPES), default=g["power_scope"])
     t.add_argument("--json", action="store_true")
+    for parser in (r, t):  # let "-70e9" reach the number check (argparse only knows plain negatives)
+        parser._negative_number_matcher = _NEGATIVE_NUMBER
     return p
 
 

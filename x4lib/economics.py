@@ -194,7 +194,9 @@ SOURCED_KEYS = ("mfu", "usd_per_gpu_hour", "usd_per_kwh", "pue")
 def givens_table():
     """The quiz's givens as a table (pandas DataFrame): stated assumptions, not facts."""
     import pandas as pd
-    return pd.DataFrame([{"given": k, "value": v, "meaning": GIVEN_MEANINGS.get(k, "")}
+    def show(v):
+        return f"{v:.3g}" if isinstance(v, float) and abs(v) >= 1e6 else v
+    return pd.DataFrame([{"given": k, "value": show(v), "meaning": GIVEN_MEANINGS.get(k, "")}
                          for k, v in quiz_givens().items()]).set_index("given")
 
 
@@ -206,17 +208,26 @@ def sourced_value(key: str, device: str = "h100-sxm") -> Mapping:
 
 
 def sourced_overrides(device: str = "h100-sxm") -> dict:
-    """Overrides for :func:`estimate_quiz` that replace the round-number givens by sourced values."""
-    return {k: sourced_value(k, device)["value"] for k in SOURCED_KEYS}
+    """Overrides for :func:`estimate_quiz` that replace the round-number givens by sourced values,
+    and count whole-server power where the catalog has it (as Epoch AI's cost model does)."""
+    over = {k: sourced_value(k, device)["value"] for k in SOURCED_KEYS}
+    if "server_power_w_per_gpu" in specs.get(device).values:
+        over["power_scope"] = "server"
+    return over
 
 
 def sourced_table(device: str = "h100-sxm"):
-    """Givens beside the sourced values that replace them, with source key, date and note."""
+    """Givens beside the sourced values that replace them, with source key and date (the notes, with the
+    scope of each figure, are in x4lib/data/economics.yaml)."""
     import pandas as pd
     g = quiz_givens()
     rows = []
     for k in SOURCED_KEYS:
         v = sourced_value(k, device)
         rows.append({"quantity": k, "quiz given": g[k], "sourced": v["value"], "unit": v["unit"],
-                     "source": v["source"], "accessed": v["accessed"], "note": v.get("note", "")})
+                     "source": v["source"], "accessed": v["accessed"]})
+    server = specs.get(device).get("server_power_w_per_gpu")
+    if server:
+        rows.append({"quantity": "power_scope", "quiz given": g["power_scope"], "sourced": "server",
+                     "unit": f"{server.value:g} W per GPU", "source": server.source, "accessed": server.accessed})
     return pd.DataFrame(rows).set_index("quantity")

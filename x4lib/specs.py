@@ -312,4 +312,5 @@ def summary_rows(device_ids: list[str] | None = None) -> list[dict]:
 def summary_table(device_ids: list[str] | None = None):
     """:func:`summary_rows` as a pandas DataFrame indexed by id (for the book)."""
     import pandas as pd
-    return pd.DataFrame(summary_rows(device_ids)).set_index("id")
+    df = pd.DataFrame(summary_rows(device_ids)).set_index("id").astype(object)
+    return df.where(df.notna(), "unpublished")
