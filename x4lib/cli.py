@@ -4,7 +4,8 @@
     python -m x4lib roofline --device ID --dtype bf16 [--intensity X] [--json]
     python -m x4lib train-estimate --params 70e9 --tokens 1e12 --gpus 1024 --device h100-sxm ...
 
-Exit codes: 0 done, 2 bad input or usage (argparse's usage line plus one error line, no traceback).
+Subcommands in DELEGATED parse their own arguments in their module's main(argv) (that function is
+their display edge). Exit codes: 0 done, 1 a check failed, 2 bad input or usage (argparse's usage line plus one error line, no traceback).
 This module is the one place where SI values become display units (TFLOP/s, GB/s, kW, MWh).
 """
 from __future__ import annotations
@@ -139,8 +140,24 @@ def _train(args) -> str:
     ])
 
 
+#: subcommands that own their argument parsing (their modules expose main(argv) -> exit code)
+DELEGATED = {
+    "check-claims": ("x4lib.claims", "check every number in the book's prose is glued or cited"),
+    "collective-predict": ("x4lib.collectives", "α–β prediction of a collective on a cluster preset"),
+    "nccl-parse": ("x4lib.nccl_log", "read an nccl-tests / rccl-tests log, check it, print JSON or CSV"),
+}
+
+
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] in DELEGATED:
+        import importlib
+        return importlib.import_module(DELEGATED[argv[0]][0]).main(argv[1:])
     parser = build_parser()
+    sub = parser._subparsers._group_actions[0]
+    for name, (_, help_text) in DELEGATED.items():
+        sub.choices[name] = argparse.ArgumentParser(prog=f"python -m x4lib {name}", add_help=False)
+        sub._choices_actions.append(argparse.Action([], dest=name, help=help_text, metavar=name))
     args = parser.parse_args(argv)
     handlers = {"specs": _specs, "roofline": _roofline, "train-estimate": _train}
     try:
