@@ -1,24 +1,73 @@
-"""python -m runners: list device profiles (the labs add their own subcommands)."""
+"""python -m runners: run a lab for a device profile and store the run under book/runs/<lab>/<run-id>/.
+
+    python -m runners profiles [--json]
+    python -m runners lab00 --profile NAME [--quick] [--measure-only] [--runs-dir DIR]
+    python -m runners lab00 --render RUN_DIR
+
+Exit codes: 0 done; 1 the run failed (nothing complete-looking is left in the runs directory);
+2 bad usage (unknown profile, a profile for a device this machine is not).
+Imports only the standard library at start-up; torch and papermill are imported when needed.
+"""
 import argparse
 import json
 import sys
+from pathlib import Path
 
 from runners import profiles
 
+ROOT = Path(__file__).resolve().parent.parent
 
-def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m runners")
-    sub = p.add_subparsers(dest="command", required=True)
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m runners", description=__doc__.split("\n")[0])
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
     s = sub.add_parser("profiles", help="list the device profiles")
     s.add_argument("--json", action="store_true")
-    args = p.parse_args(argv)
-    data = [profiles.load(n) for n in profiles.names()]
-    if args.json:
-        print(json.dumps(data, indent=2))
-    else:
-        for d in data:
-            ids = ", ".join(d["expects"]["catalog_ids"]) or "any CPU"
-            print(f"{d['name']:12} {d['expects']['kind']:8} {ids:45} {d['description']}")
+    lab = sub.add_parser("lab00", help="Lab 00: matmul sweep and memory kernels, rendered as the lab notebook")
+    what = lab.add_mutually_exclusive_group(required=True)
+    what.add_argument("--profile", help="one of: " + ", ".join(profiles.names()))
+    what.add_argument("--render", metavar="RUN_DIR", type=Path,
+                      help="render the notebook of a run measured elsewhere (--measure-only)")
+    lab.add_argument("--quick", action="store_true", help="a small sweep (tests, smoke runs)")
+    lab.add_argument("--measure-only", action="store_true",
+                     help="measure and write results.json only (standard library + torch; no notebook)")
+    lab.add_argument("--runs-dir", "--out", type=Path, default=ROOT / "book" / "runs",
+                     help="where run directories go (default: book/runs, the committed runs)")
+    return p
+
+
+def main(argv=None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command == "profiles":
+        data = [profiles.load(n) for n in profiles.names()]
+        if args.json:
+            print(json.dumps(data, indent=2))
+        else:
+            for d in data:
+                ids = ", ".join(d["expects"]["catalog_ids"]) or "any CPU"
+                print(f"{d['name']:12} {d['expects']['kind']:8} {ids:45} {d['description']}")
+        return 0
+    from runners import lab00
+    lab_parser = parser._subparsers._group_actions[0].choices["lab00"]
+    if args.render:
+        if not (args.render / "results.json").exists():
+            lab_parser.error(f"{args.render} has no results.json: nothing to render")
+        if not lab00.notebook_stack_available():
+            lab_parser.error("rendering needs the notebook stack (papermill): run `make setup` first")
+        print(lab00.render(args.render))
+        return 0
+    try:
+        final = lab00.run(args.profile, args.quick, args.measure_only, args.runs_dir, ROOT / "out" / "failed-runs")
+    except (profiles.ProfileError, lab00.WrongDevice, FileExistsError) as exc:
+        lab_parser.error(str(exc))
+    except ImportError as exc:
+        lab_parser.error(f"{exc}: the measuring entry needs torch (pods: use the image's own CUDA torch)")
+    except Exception as exc:  # noqa: BLE001 — one line, no traceback; the partial run is kept under out/
+        print(f"python -m runners lab00: run failed: {type(exc).__name__}: {exc} "
+              f"(partial output moved to out/failed-runs/)", file=sys.stderr)
+        return 1
+    print(final)
     return 0
 
 

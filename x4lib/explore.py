@@ -34,3 +34,28 @@ def training_explorer():
         mfu=w.FloatSlider(value=g["mfu"], min=0.05, max=1.0, step=0.05, description="MFU"),
         usd_per_gpu_hour=w.FloatText(value=g["usd_per_gpu_hour"], description="USD/GPU-h"),
     )
+
+
+def roofline_explorer():
+    """Pick a catalog device and dtype → its roofline with the model's prediction for square matmuls."""
+    import ipywidgets as w
+    import matplotlib.pyplot as plt
+
+    from x4lib import lab00, plots
+    from x4lib import roofline as rl
+
+    ids = [d.id for d in specs.load_catalog().values() if "memory_bw_gb_s" in d.values and d.dtypes()]
+
+    def show(device, dtype):
+        dev = specs.get(device)
+        if dtype not in dev.dtypes():
+            print(f"{device} has no published {dtype} peak; it has: {', '.join(dev.dtypes())}")
+            return
+        roof = rl.for_device(dev, dtype)
+        fig, ax = plots.new_axes()
+        plots.roofline_panel(ax, [roof], [("prediction", f"{dtype} model prediction (n³ sweep)",
+                                           lab00.predicted_points(roof))])
+        plt.show()
+
+    return w.interactive(show, device=w.Dropdown(options=ids, value="h100-sxm", description="device"),
+                         dtype=w.Dropdown(options=list(specs.DTYPE_BYTES), value="bf16", description="dtype"))

@@ -55,3 +55,31 @@ def days_vs_gpus(ax, curves: Iterable[tuple[str, Sequence[int], Sequence[float]]
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8)
     return ax
+
+
+POINT_STYLES = {
+    "ours": dict(marker="o", linestyle="none", markersize=5),                         # filled: our measurements
+    "theirs": dict(marker="D", linestyle="none", markersize=7, fillstyle="none"),      # hollow: others' published
+    "prediction": dict(marker="", linestyle="--", linewidth=1),                        # dashed: model prediction
+}
+
+
+def points(ax, pts, kind: str, label: str, color=None):
+    """Draw points {x: FLOP/B, y: TFLOP/s} in the style of their kind: ``ours`` (filled), ``theirs``
+    (hollow, label must carry the citation) or ``prediction`` (dashed line)."""
+    pts = sorted(pts, key=lambda p: p["x"])
+    if not pts:
+        return ax
+    ax.plot([p["x"] for p in pts], [p["y"] for p in pts], label=label, color=color, **POINT_STYLES[kind])
+    return ax
+
+
+def roofline_panel(ax, roofs, series, intensity_range=(0.05, 20000.0)):
+    """Rooflines plus point series [(kind, label, points)], kinds drawn as in :data:`POINT_STYLES`.
+    Colours follow the dtype of each series (its label starts with the dtype)."""
+    roofline(ax, roofs, intensity_range)
+    colors = {r.dtype: line.get_color() for r, line in zip(roofs, ax.get_lines()[::2])}
+    for kind, label, pts in series:
+        points(ax, pts, kind, label, color=colors.get(label.split()[0]))
+    ax.legend(fontsize=7, loc="lower right")
+    return ax

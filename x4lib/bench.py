@@ -1,0 +1,181 @@
+"""A timing harness done right, for matmuls and memory-bound kernels, on CPU and CUDA.
+
+- warm-up calls are discarded; then ``repeats`` timed calls, each timed on its own;
+- CUDA: CUDA events around each call (the GPU's own clock), synchronised before reading; CPU:
+  ``time.perf_counter`` around each call (torch CPU ops are synchronous);
+- inputs are random (seeded), never zeros (zeros hit fast paths and lower power);
+- a matmul C[m,n] = A[m,k] B[k,n] counts 2·m·n·k FLOP; a copy moves 2·N·b bytes, a triad 3·N·b;
+- every call's time is kept (raw per-repeat seconds); rates are derived from them, so a later fix of a
+  FLOP count never means editing a measurement;
+- an out-of-memory at one shape becomes a row with ``status: "oom"``; the sweep goes on.
+
+Imports only the standard library and torch (a bare PyTorch pod can run it).
+Method after stas00's mamf-finder (ml-engineering) and nccl-tests' practice. Used in: book/lab-00-roofline.md.
+"""
+from __future__ import annotations
+
+import dataclasses
+import statistics
+import time
+
+HARNESS_VERSION = 1
+
+TORCH_DTYPES = {"fp64": "float64", "fp32": "float32", "tf32": "float32", "bf16": "bfloat16",
+                "fp16": "float16", "fp8_e4m3": "float8_e4m3fn", "fp8_e5m2": "float8_e5m2"}
+DTYPE_BYTES = {"fp64": 8, "fp32": 4, "tf32": 4, "bf16": 2, "fp16": 2, "fp8_e4m3": 1, "fp8_e5m2": 1}
+
+
+@dataclasses.dataclass(frozen=True)
+class Timing:
+    """Per-repeat wall times of one kernel, in seconds."""
+    times_s: tuple[float, ...]
+
+    @property
+    def median_s(self) -> float:
+        return statistics.median(self.times_s)
+
+    @property
+    def best_s(self) -> float:
+        return min(self.times_s)
+
+    @property
+    def spread(self) -> float:
+        """(max − min) / median: how noisy the repeats were."""
+        return (max(self.times_s) - min(self.times_s)) / self.median_s
+
+
+def time_calls(fn, torch, device: str, warmup: int = 3, repeats: int = 10) -> Timing:
+    """Time ``fn()`` ``repeats`` times after ``warmup`` untimed calls."""
+    if warmup < 0 or repeats < 1:
+        raise ValueError("warmup must be >= 0 and repeats >= 1")
+    for _ in range(warmup):
+        fn()
+    times = []
+    if device == "cuda":
+        torch.cuda.synchronize()
+        starts = [torch.cuda.Event(enable_timing=True) for _ in range(repeats)]
+        ends = [torch.cuda.Event(enable_timing=True) for _ in range(repeats)]
+        for s, e in zip(starts, ends):
+            s.record()
+            fn()
+            e.record()
+        torch.cuda.synchronize()
+        times = [s.elapsed_time(e) / 1e3 for s, e in zip(starts, ends)]
+    else:
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            fn()
+            times.append(time.perf_counter() - t0)
+    return Timing(tuple(times))
+
+
+def matmul_flop(m: int, n: int, k: int) -> int:
+    return 2 * m * n * k
+
+
+def _is_oom(torch, exc: BaseException) -> bool:
+    oom = getattr(torch.cuda, "OutOfMemoryError", ())
+    return isinstance(exc, oom) or "out of memory" in str(exc).lower()
+
+
+def _matmul_fn(torch, dtype: str, m: int, n: int, k: int, device: str, gen):
+    """Build inputs and return a zero-argument callable computing one product."""
+    if dtype.startswith("fp8"):
+        # FP8 GEMM: A row-major, B column-major, per-tensor scales, BF16 output (torch._scaled_mm)
+        fp8 = getattr(torch, TORCH_DTYPES[dtype])
+        a = torch.randn(m, k, device=device, generator=gen).to(fp8)
+        b = torch.randn(n, k, device=device, generator=gen).to(fp8).t()
+        one = torch.tensor(1.0, device=device)
+        return lambda: torch._scaled_mm(a, b, scale_a=one, scale_b=one, out_dtype=torch.bfloat16)
+    tdt = getattr(torch, TORCH_DTYPES[dtype])
+    a = torch.randn(m, k, device=device, generator=gen, dtype=torch.float32).to(tdt)
+    b = torch.randn(k, n, device=device, generator=gen, dtype=torch.float32).to(tdt)
+    return lambda: torch.matmul(a, b)
+
+
+def matmul_row(torch, dtype: str, m: int, n: int, k: int, device: str, warmup: int, repeats: int,
+               seed: int = 0) -> dict:
+    """Time one matmul shape; a results.json row (raw times, median, best, rates in TFLOP/s)."""
+    row = {"dtype": dtype, "m": m, "n": n, "k": k, "flop": matmul_flop(m, n, k)}
+    if device == "cuda":
+        torch.backends.cuda.matmul.allow_tf32 = dtype == "tf32"
+        torch.backends.cudnn.allow_tf32 = dtype == "tf32"
+    gen = torch.Generator(device=device).manual_seed(seed)
+    try:
+        fn = _matmul_fn(torch, dtype, m, n, k, device, gen)
+        t = time_calls(fn, torch, device, warmup, repeats)
+    except Exception as exc:  # noqa: BLE001 — OOM or an unsupported dtype becomes a row, the sweep goes on
+        if device == "cuda":
+            torch.cuda.empty_cache()
+        status = "oom" if _is_oom(torch, exc) else "error"
+        return {**row, "status": status, "error": f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}"}
+    finally:
+        fn = None  # noqa: F841 — free the inputs before the next shape
+        if device == "cuda":
+            torch.cuda.empty_cache()
+    return {**row, "status": "ok", "times_s": list(t.times_s), "median_s": t.median_s, "best_s": t.best_s,
+            "spread": t.spread, "tflops_median": row["flop"] / t.median_s / 1e12,
+            "tflops_best": row["flop"] / t.best_s / 1e12}
+
+
+def memory_row(torch, kernel: str, n_elements: int, device: str, warmup: int, repeats: int,
+               seed: int = 0) -> dict:
+    """Time a memory-bound kernel on fp32 arrays: ``copy`` (b = a: 2·N·4 bytes moved) or ``triad``
+    (a = b + s·c: 3·N·4 bytes). Rates in GB/s (1e9 B/s)."""
+    per = {"copy": 2, "triad": 3}
+    if kernel not in per:
+        raise ValueError(f"unknown kernel {kernel!r}; use copy or triad")
+    nbytes = per[kernel] * n_elements * 4
+    row = {"kernel": kernel, "elements": n_elements, "bytes": nbytes}
+    gen = torch.Generator(device=device).manual_seed(seed)
+    try:
+        a = torch.rand(n_elements, device=device, generator=gen)
+        b = torch.rand(n_elements, device=device, generator=gen)
+        c = torch.rand(n_elements, device=device, generator=gen)
+        fn = (lambda: b.copy_(a)) if kernel == "copy" else (lambda: torch.add(b, c, alpha=3.0, out=a))
+        t = time_calls(fn, torch, device, warmup, repeats)
+    except Exception as exc:  # noqa: BLE001
+        status = "oom" if _is_oom(torch, exc) else "error"
+        return {**row, "status": status, "error": f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}"}
+    return {**row, "status": "ok", "times_s": list(t.times_s), "median_s": t.median_s, "best_s": t.best_s,
+            "spread": t.spread, "gb_s_median": nbytes / t.median_s / 1e9, "gb_s_best": nbytes / t.best_s / 1e9}
+
+
+def square_and_skinny_shapes(max_n: int) -> list[tuple[int, int, int]]:
+    """Square shapes 64..max_n (powers of two) and skinny ones (m = 1, 16 against n = k = max_n // 2)."""
+    shapes, n = [], 64
+    while n <= max_n:
+        shapes.append((n, n, n))
+        n *= 2
+    half = max(64, max_n // 2)
+    shapes += [(1, half, half), (16, half, half), (half, half, 64)]
+    return shapes
+
+
+def environment(torch) -> dict:
+    """Library versions and threading: what a reader needs to reproduce a number."""
+    import platform
+    import sys
+    import re
+    cfg = torch.__config__.show()
+    blas = (re.search(r"\bBLAS_INFO=([^,\s]+)", cfg) or [None, None])[1]
+    lapack = (re.search(r"\bLAPACK_INFO=([^,\s]+)", cfg) or [None, None])[1]
+    cpu_capability = (re.search(r"CPU capability usage: (\S+)", cfg) or [None, None])[1]
+    env = {"python": sys.version.split()[0], "platform": platform.platform(), "torch": torch.__version__,
+           "torch_threads": torch.get_num_threads(), "blas": blas, "lapack": lapack, "cpu_capability": cpu_capability,
+           "mkldnn": bool(getattr(torch.backends, "mkldnn", None) and torch.backends.mkldnn.is_available()),
+           "cuda": torch.version.cuda, "cudnn": torch.backends.cudnn.version() if torch.cuda.is_available() else None,
+           "harness_version": HARNESS_VERSION}
+    return env
+
+
+def independent_matmul_rate(torch, n: int, dtype: str = "fp32", calls: int = 5) -> float:
+    """A plain, independent check of the harness: ``calls`` back-to-back torch.matmul of n³ timed as one
+    block with perf_counter (CPU only), after one untimed call. Returns FLOP/s."""
+    tdt = getattr(torch, TORCH_DTYPES[dtype])
+    a, b = torch.rand(n, n).to(tdt), torch.rand(n, n).to(tdt)
+    torch.matmul(a, b)
+    t0 = time.perf_counter()
+    for _ in range(calls):
+        torch.matmul(a, b)
+    return calls * matmul_flop(n, n, n) / (time.perf_counter() - t0)
