@@ -25,8 +25,9 @@ def book_build():
     """One forced, strict build of the whole book, shared by every test that needs the HTML."""
     build = ROOT / "_build"
     cache = build / ".jupyter_cache"
-    if cache.exists():
-        subprocess.run(["rm", "-rf", str(cache)], check=True)
+    for stale in (cache, build / "html"):  # force execution, and no pages left from an earlier build
+        if stale.exists():
+            subprocess.run(["rm", "-rf", str(stale)], check=True)
     r = subprocess.run([str(BIN / "jupyter-book"), "build", str(ROOT), "-W", "-n", "--keep-going", "--all"],
                        capture_output=True, text=True, cwd=ROOT, timeout=1500)
     (build).mkdir(exist_ok=True)

@@ -1,0 +1,513 @@
+"""Helpers for tests/test_browser.py: a local HTTP server for _build/html, offline request routing, the
+local copies of the widget manager's CDN scripts, and one visit of each page in headless Chromium.
+
+Nothing here reaches the network. Every request that is not to the local server is either answered from a
+local npm copy (require.js and @jupyter-widgets/html-manager, which the widget pages load from CDNs) or aborted
+and recorded, so a page that needs the network shows up as a failure instead of a slow timeout.
+"""
+from __future__ import annotations
+
+import base64
+import functools
+import hashlib
+import http.server
+import json
+import os
+import re
+import shutil
+import subprocess
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urldefrag, urljoin, urlsplit
+
+# ipywidgets 8.1.9 goes with @jupyter-widgets/html-manager 1.0.15 (base ^6.0.12, controls ^5.0.13, like the
+# jupyterlab_widgets 3.0.17 it ships with); ipywidgets itself declares the range ^1.0.1. The pages (myst-nb 1.4.0)
+# ask jsDelivr for html-manager@1.0.6: any html-manager version in a URL is answered from this one copy.
+# requirejs: the version in the pages' cdnjs URL (2.3.4).
+WIDGET_NPM_PACKAGES = {"@jupyter-widgets/html-manager": "1.0.15", "requirejs": "2.3.4"}
+
+# The one console error allowed on every page (pydata/book theme, no stored light/dark preference): stack.md.
+HARMLESS_CONSOLE_ERRORS = frozenset({"Got invalid theme mode: . Resetting to auto."})
+
+WIDGET_VIEW_MIME = "application/vnd.jupyter.widget-view+json"
+PLACEHOLDER_TITLE = "In preparation"
+SPANISH_HEADING = "Resumen en español"
+
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--no-first-run"]
+
+# CDN URLs of the widget manager and require.js, whatever version or host the page names.
+HTML_MANAGER_URL = re.compile(r"^https?://[^?#]*/@jupyter-widgets/html-manager@[^/]+/dist/(?P<file>[^?#/]+)")
+REQUIREJS_URL = re.compile(r"^https?://[^?#]*/require(?:\.min)?\.js(?:[?#].*)?$")
+
+
+def ci_is_on() -> bool:
+    return os.environ.get("CI", "").strip().lower() in {"true", "1", "yes"}
+
+
+def find_chromium() -> str | None:
+    for name in ("chromium", "chromium-browser"):
+        path = shutil.which(name)
+        if path:
+            return path
+    return None
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Local copies of the widget manager's CDN scripts (npm, into a git-ignored folder)
+
+@dataclass
+class WidgetJS:
+    html_manager_dist: Path | None = None
+    requirejs: Path | None = None
+    reason: str = ""  # why the local copies are missing (then the widget check is skipped)
+
+    @property
+    def available(self) -> bool:
+        return self.html_manager_dist is not None and self.requirejs is not None
+
+
+def _installed_version(prefix: Path, package: str) -> str | None:
+    manifest = prefix / "node_modules" / package / "package.json"
+    try:
+        return json.loads(manifest.read_text())["version"]
+    except (OSError, ValueError, KeyError):
+        return None
+
+
+def ensure_widget_js(prefix: Path, timeout_s: int = 300) -> WidgetJS:
+    """Install the pinned npm packages under ``prefix`` unless they are already there (``npm install --prefix``)."""
+    missing = [f"{p}@{v}" for p, v in WIDGET_NPM_PACKAGES.items() if _installed_version(prefix, p) != v]
+    if missing:
+        npm = shutil.which("npm")
+        if npm is None:
+            return WidgetJS(reason="npm is not installed, so the widget manager's scripts "
+                                   f"({', '.join(missing)}) cannot be served locally")
+        prefix.mkdir(parents=True, exist_ok=True)
+        specs = [f"{p}@{v}" for p, v in WIDGET_NPM_PACKAGES.items()]
+        try:
+            r = subprocess.run([npm, "install", "--prefix", str(prefix), "--no-save", "--no-audit", "--no-fund",
+                                "--ignore-scripts", "--loglevel=error", *specs],
+                               capture_output=True, text=True, timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            return WidgetJS(reason=f"npm install {' '.join(specs)} took more than {timeout_s} s")
+        if r.returncode != 0:
+            return WidgetJS(reason=f"npm install {' '.join(specs)} failed (exit {r.returncode}): "
+                                   f"{(r.stderr or r.stdout)[-1500:]}")
+        still = [p for p, v in WIDGET_NPM_PACKAGES.items() if _installed_version(prefix, p) != v]
+        if still:
+            return WidgetJS(reason=f"npm install ran but {still} are not at the pinned versions under {prefix}")
+    dist = prefix / "node_modules" / "@jupyter-widgets" / "html-manager" / "dist"
+    req = prefix / "node_modules" / "requirejs" / "require.js"
+    if not (dist / "embed-amd.js").is_file() or not req.is_file():
+        return WidgetJS(reason=f"{dist / 'embed-amd.js'} or {req} is missing after npm install")
+    return WidgetJS(html_manager_dist=dist, requirejs=req)
+
+
+def sri_matches(integrity: str, body: bytes) -> bool:
+    """True when any hash of a Subresource Integrity attribute matches ``body``."""
+    for token in integrity.split():
+        algo, _, digest = token.partition("-")
+        if algo in {"sha256", "sha384", "sha512"}:
+            if base64.b64encode(hashlib.new(algo, body).digest()).decode() == digest.split("?")[0]:
+                return True
+    return False
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Local HTTP server
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format, *args):  # noqa: A002 - signature of the base class
+        pass
+
+
+class StaticServer:
+    """``http.server`` in a thread on 127.0.0.1, on a free port, serving one folder."""
+
+    def __init__(self, root: Path):
+        handler = functools.partial(_QuietHandler, directory=str(root))
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self.httpd.daemon_threads = True
+        self.base_url = f"http://127.0.0.1:{self.httpd.server_address[1]}/"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, name="book-http", daemon=True)
+
+    def __enter__(self) -> "StaticServer":
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+        self.thread.join(timeout=5)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Offline routing
+
+@dataclass
+class RouteLog:
+    served_locally: list[str] = field(default_factory=list)   # CDN URLs answered from the npm copies
+    blocked: list[str] = field(default_factory=list)          # other requests off the local server (aborted)
+    blocked_widget_js: list[str] = field(default_factory=list)  # widget CDN scripts aborted (no npm copies)
+    integrity_removed: list[str] = field(default_factory=list)  # SRI attributes dropped for a local substitute
+
+
+def local_substitute(url: str, js: WidgetJS) -> Path | None:
+    """The local file that answers a CDN URL of the widget manager or require.js, or None."""
+    if not js.available:
+        return None
+    m = HTML_MANAGER_URL.match(url)
+    if m:
+        path = js.html_manager_dist / m.group("file")
+        return path if path.is_file() else None
+    if REQUIREJS_URL.match(url):
+        return js.requirejs
+    return None
+
+
+def is_widget_cdn_url(url: str) -> bool:
+    return bool(HTML_MANAGER_URL.match(url) or REQUIREJS_URL.match(url))
+
+
+_SCRIPT_TAG = re.compile(r"<script\b[^>]*>", re.I)
+_ATTR = re.compile(r"""\s([a-zA-Z_:][-a-zA-Z0-9_:.]*)\s*=\s*("[^"]*"|'[^']*')""")
+
+
+def strip_integrity_of_substitutes(html: str, js: WidgetJS, log: RouteLog) -> str:
+    """Drop the ``integrity`` attribute of <script> tags whose CDN file we replace by a local copy that does not
+    hash the same (cdnjs's require.min.js is a minified build that no npm package ships). Other tags are kept."""
+    def fix(m: re.Match) -> str:
+        tag = m.group(0)
+        attrs = {k.lower(): v[1:-1] for k, v in _ATTR.findall(tag)}
+        src, integrity = attrs.get("src"), attrs.get("integrity")
+        if not src or not integrity:
+            return tag
+        local = local_substitute(src, js)
+        if local is None or sri_matches(integrity, local.read_bytes()):
+            return tag
+        log.integrity_removed.append(src)
+        return re.sub(r"""\sintegrity\s*=\s*("[^"]*"|'[^']*')""", "", tag)
+    return _SCRIPT_TAG.sub(fix, html)
+
+
+def install_routes(context, base_url: str, js: WidgetJS, log: RouteLog) -> None:
+    """Route every request of a browser context: local server as is, widget CDN files from disk, the rest aborted."""
+    content_types = {".js": "application/javascript", ".css": "text/css", ".woff2": "font/woff2",
+                     ".woff": "font/woff", ".ttf": "font/ttf", ".eot": "application/vnd.ms-fontobject",
+                     ".svg": "image/svg+xml", ".map": "application/json"}
+
+    def external(route):
+        url = route.request.url
+        local = local_substitute(url, js)
+        if local is not None:
+            log.served_locally.append(url)
+            route.fulfill(path=str(local), status=200,
+                          headers={"Content-Type": content_types.get(local.suffix, "application/octet-stream"),
+                                   "Access-Control-Allow-Origin": "*"})
+            return
+        (log.blocked_widget_js if is_widget_cdn_url(url) else log.blocked).append(url)
+        route.abort("internetdisconnected")
+
+    def local_document(route):
+        if route.request.resource_type != "document":
+            route.continue_()
+            return
+        response = route.fetch()
+        body = response.text()
+        fixed = strip_integrity_of_substitutes(body, js, log)
+        if fixed == body:
+            route.fulfill(response=response)
+        else:
+            route.fulfill(response=response, body=fixed)
+
+    context.route(lambda url: not url.startswith(base_url), external)
+    if js.available:
+        context.route(re.compile("^" + re.escape(base_url) + r"[^?#]*\.html(?:[?#].*)?$"), local_document)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# One visit of one page
+
+@dataclass
+class PageReport:
+    name: str                      # path under _build/html without ".html", e.g. "book/00-motivation"
+    url: str = ""
+    final_url: str = ""
+    load_error: str = ""
+    console_errors: list[str] = field(default_factory=list)   # unexpected ones only
+    allowed_console_errors: list[str] = field(default_factory=list)
+    bad_images: list[str] = field(default_factory=list)
+    empty_figures: list[str] = field(default_factory=list)
+    math_elements: int = 0
+    mjx_containers: int = 0
+    mjx_errors: list[str] = field(default_factory=list)
+    mathjax_scripts: list[str] = field(default_factory=list)
+    mathjax_problem: str = ""
+    sidebar_links: list[str] = field(default_factory=list)    # absolute URLs without fragment
+    solutions: list[dict] = field(default_factory=list)
+    placeholder: bool = False
+    spanish: dict = field(default_factory=dict)
+    widget_views: int = 0
+    widget_views_rendered: list[dict] = field(default_factory=list)
+    widget_fallbacks: list[dict] = field(default_factory=list)
+    screenshot: Path | None = None
+    route: RouteLog = field(default_factory=RouteLog)
+
+
+# Collected in the page after load: images, figures, math, sidebar, placeholder, Spanish summary, widgets.
+_COLLECT_JS = r"""
+async ({placeholderTitle, spanishHeading, widgetMime}) => {
+  const text = (el) => (el ? el.innerText || "" : "");
+  // Images: give lazy ones a chance, then wait (bounded) for every image to finish.
+  const imgs = Array.from(document.images);
+  for (const img of imgs) { if (img.loading === "lazy") img.loading = "eager"; }
+  await Promise.race([
+    Promise.all(imgs.map((img) => img.complete ? null :
+        new Promise((ok) => { img.addEventListener("load", ok); img.addEventListener("error", ok); }))),
+    new Promise((ok) => setTimeout(ok, 8000)),
+  ]);
+  const describe = (el) => el.id ? `#${el.id}` : (el.closest("[id]") ? `in #${el.closest("[id]").id}` : el.tagName);
+  const badImages = imgs.filter((i) => !(i.complete && i.naturalWidth > 0))
+                        .map((i) => `${i.getAttribute("src")} (${describe(i)})`);
+  // A figure must show a picture (or a table); the copy button's icon inside a text output does not count.
+  const visual = (f) => Array.from(f.querySelectorAll("img, svg, canvas, object, embed, video, table, iframe"))
+      .some((v) => !v.closest("button, .copybtn, .headerlink"));
+  const emptyFigures = Array.from(document.querySelectorAll("article figure, main figure")).filter((f) => !visual(f))
+      .map((f) => `${describe(f)}: ${text(f).trim().slice(0, 120)}`);
+
+  const article = document.querySelector("article.bd-article") || document.querySelector("main") || document.body;
+  const mathEls = article.querySelectorAll(".math");
+  const mjx = article.querySelectorAll("mjx-container");
+  const mjxErrors = Array.from(document.querySelectorAll("mjx-merror")).map((e) =>
+      e.getAttribute("data-mjx-error") || text(e));
+  const mathjaxScripts = Array.from(document.scripts).map((s) => s.getAttribute("src") || "")
+      .filter((s) => /mathjax|tex-(chtml|svg|mml)/i.test(s));
+
+  const sidebar = document.querySelector(".bd-sidebar-primary") || document.querySelector("nav.bd-docs-nav");
+  const sidebarLinks = sidebar ? Array.from(sidebar.querySelectorAll("a[href]")).map((a) => a.href.split("#")[0]) : [];
+
+  const placeholder = Array.from(article.querySelectorAll(".admonition-title"))
+      .some((t) => text(t).trim() === placeholderTitle);
+
+  // Spanish summary: the section whose heading is the Spanish title, and the text outside it.
+  let spanish = {heading: false, spanishWords: 0, englishWords: 0, spanishMarkers: 0, englishMarkers: 0};
+  const heads = Array.from(article.querySelectorAll("h1, h2, h3"));
+  const head = heads.find((h) => text(h).replace(/#$/, "").replace(/^[\d.\s]+/, "").trim().startsWith(spanishHeading));
+  const words = (s) => (s.toLowerCase().match(/[\p{L}]+/gu) || []);
+  const count = (ws, vocab) => ws.filter((w) => vocab.has(w)).length;
+  const es = new Set(["el", "la", "los", "las", "de", "del", "que", "en", "y", "un", "una", "es", "con", "para",
+                      "por", "se"]);
+  const en = new Set(["the", "of", "and", "to", "is", "in", "that", "with", "for", "on", "are", "it", "this"]);
+  if (head) {
+    const section = head.closest("section") || head.parentElement;
+    const spanishText = text(section);
+    const clone = article.cloneNode(true);
+    const id = section.id;
+    if (id) { const s = clone.querySelector(`[id="${CSS.escape(id)}"]`); if (s) s.remove(); }
+    const englishText = clone.innerText || clone.textContent || "";
+    const sw = words(spanishText), ew = words(englishText);
+    spanish = {heading: true, spanishWords: sw.length, englishWords: ew.length,
+               spanishMarkers: count(sw, es), englishMarkers: count(ew, en)};
+  } else {
+    const ew = words(text(article));
+    spanish.englishWords = ew.length; spanish.englishMarkers = count(ew, en);
+  }
+
+  // Widgets: each embedded view script, whether the manager rendered something next to it, and the first
+  // image after it in the same section (the static fallback figure).
+  const views = Array.from(document.querySelectorAll(`script[type="${widgetMime}"]`));
+  const rendered = views.map((s) => {
+    const box = s.parentElement;
+    const w = box ? box.querySelector(".jupyter-widgets, .widget-box, .lm-Widget") : null;
+    const r = w ? w.getBoundingClientRect() : null;
+    return {where: describe(box || s), rendered: !!w, height: r ? r.height : 0,
+            error: /Error displaying widget/i.test(text(box))};
+  });
+  const allImgs = Array.from(document.querySelectorAll("img"));
+  const fallbacks = views.map((s) => {
+    const section = s.closest("section");
+    const next = allImgs.find((i) => (s.compareDocumentPosition(i) & Node.DOCUMENT_POSITION_FOLLOWING) &&
+                                      (!section || section.contains(i)));
+    return {where: describe(s.parentElement || s), found: !!next,
+            src: next ? next.getAttribute("src") : null,
+            loaded: !!next && next.complete && next.naturalWidth > 0,
+            inFigure: !!next && !!next.closest("figure")};
+  });
+
+  return {badImages, emptyFigures, mathEls: mathEls.length, mjx: mjx.length, mjxErrors, mathjaxScripts,
+          sidebarLinks, placeholder, spanish, widgetViews: views.length, rendered, fallbacks};
+}
+"""
+
+# State of every solution dropdown: sphinx-togglebutton (div.solution.dropdown.toggle[.toggle-hidden]) or <details>.
+_SOLUTIONS_JS = r"""
+() => Array.from(document.querySelectorAll(".solution")).map((el, i) => {
+  const details = el.tagName === "DETAILS" ? el : el.closest("details");
+  const bodyEls = Array.from(el.children).filter((c) => !c.matches(".admonition-title, summary"));
+  const visible = bodyEls.some((c) => { const r = c.getBoundingClientRect();
+                                        return r.height > 0 && getComputedStyle(c).visibility !== "hidden"; });
+  const open = details ? details.open : !el.classList.contains("toggle-hidden");
+  return {index: i, id: el.id || "", details: !!details, open, bodyVisible: visible,
+          hasButton: !!el.querySelector(".toggle-button, summary")};
+})
+"""
+
+
+def _wait_for_mathjax(page, timeout_ms: int) -> str:
+    """Wait for MathJax 3 to finish its first typesetting pass; '' when done, else what went wrong."""
+    try:
+        page.wait_for_function("() => !!(window.MathJax && window.MathJax.startup && window.MathJax.startup.promise)",
+                               timeout=timeout_ms)
+        page.evaluate("() => window.MathJax.startup.promise")
+        return ""
+    except Exception as exc:  # noqa: BLE001 - reported, not raised
+        return f"MathJax did not start within {timeout_ms / 1000:.0f} s ({type(exc).__name__}: {str(exc)[:200]})"
+
+
+_META_REFRESH = re.compile(r"""<meta\s+http-equiv=["']?refresh["']?\s+content=["']?\s*\d+\s*;\s*url=([^"'>\s]+)""",
+                           re.I)
+
+
+def meta_refresh_target(source: str) -> str | None:
+    """The target of a ``<meta http-equiv="Refresh" content="0; url=...">`` redirect page, else None."""
+    m = _META_REFRESH.search(source)
+    return m.group(1) if m else None
+
+
+def visit_page(browser, base_url: str, name: str, rel_path: str, js: WidgetJS, screenshot_dir: Path,
+               has_math: bool, has_widgets: bool, redirect_to: str | None = None,
+               nav_timeout_ms: int = 30_000) -> PageReport:
+    report = PageReport(name=name, url=base_url + rel_path)
+    context = browser.new_context(viewport={"width": 1280, "height": 900}, service_workers="block")
+    context.set_default_timeout(10_000)
+    install_routes(context, base_url, js, report.route)
+    page = context.new_page()
+    raw_errors: list[tuple[str, str]] = []  # (text, url of the resource or script that caused it)
+
+    def on_console(msg):
+        if msg.type == "error":
+            raw_errors.append((msg.text, (msg.location or {}).get("url", "")))
+
+    def on_page_error(exc):
+        frames = (exc.stack or "").splitlines()[1:2]  # first frame: where it was thrown
+        raw_errors.append((f"uncaught {exc.name}: {exc.message}", frames[0].strip() if frames else ""))
+
+    page.on("console", on_console)
+    page.on("pageerror", on_page_error)
+    try:
+        page.goto(report.url, wait_until="load", timeout=nav_timeout_ms)
+        if redirect_to:  # e.g. the root index.html, a meta refresh to book/index.html: wait for the target page
+            target = urldefrag(urljoin(report.url, redirect_to))[0]
+            page.wait_for_url(lambda u: urldefrag(u)[0] == target, wait_until="load", timeout=nav_timeout_ms)
+        report.final_url = urldefrag(page.url)[0]
+        if has_math:
+            report.mathjax_problem = _wait_for_mathjax(page, 20_000)
+        if has_widgets and js.available:
+            try:
+                page.wait_for_selector(".jupyter-widgets", timeout=15_000)
+            except Exception:  # noqa: BLE001 - the widget check reports it
+                pass
+        page.wait_for_timeout(300)  # late errors of async scripts
+        data = page.evaluate(_COLLECT_JS, {"placeholderTitle": PLACEHOLDER_TITLE, "spanishHeading": SPANISH_HEADING,
+                                           "widgetMime": WIDGET_VIEW_MIME})
+        report.bad_images = data["badImages"]
+        report.empty_figures = data["emptyFigures"]
+        report.math_elements, report.mjx_containers = data["mathEls"], data["mjx"]
+        report.mjx_errors = data["mjxErrors"]
+        report.mathjax_scripts = data["mathjaxScripts"]
+        report.sidebar_links = data["sidebarLinks"]
+        report.placeholder = data["placeholder"]
+        report.spanish = data["spanish"]
+        report.widget_views = data["widgetViews"]
+        report.widget_views_rendered = data["rendered"]
+        report.widget_fallbacks = data["fallbacks"]
+
+        screenshot_dir.mkdir(parents=True, exist_ok=True)
+        shot = screenshot_dir / (name.replace("/", "-") + ".png")
+        page.screenshot(path=str(shot), full_page=True, timeout=30_000)
+        report.screenshot = shot
+
+        report.solutions = _check_solutions(page)
+        page.wait_for_timeout(100)
+    except Exception as exc:  # noqa: BLE001 - one broken page must not hide the others
+        report.load_error = f"{type(exc).__name__}: {str(exc)[:500]}"
+    finally:
+        context.close()
+
+    blocked_widget = set(report.route.blocked_widget_js)
+    for text, where in raw_errors:
+        if text in HARMLESS_CONSOLE_ERRORS:
+            report.allowed_console_errors.append(text)
+        elif where in blocked_widget and text.startswith("Failed to load resource"):
+            # The widget manager's CDN scripts, aborted because no local copy exists (npm missing): the widget
+            # check is skipped with that reason instead.
+            report.allowed_console_errors.append(f"{text} [{where}]")
+        else:
+            report.console_errors.append(f"{text}" + (f" [{where}]" if where else ""))
+    return report
+
+
+def _check_solutions(page) -> list[dict]:
+    states = page.evaluate(_SOLUTIONS_JS)
+    for state in states:
+        el = page.locator(".solution").nth(state["index"])
+        try:
+            if state["details"]:
+                el.locator("summary").first.click()
+            elif state["hasButton"]:
+                el.locator(".toggle-button").first.click()
+            else:
+                el.locator(".admonition-title").first.click()
+            page.wait_for_timeout(150)
+            after = page.evaluate(_SOLUTIONS_JS)[state["index"]]
+            state["open_after_click"] = after["open"]
+            state["visible_after_click"] = after["bodyVisible"]
+        except Exception as exc:  # noqa: BLE001 - reported by the test
+            state["click_error"] = f"{type(exc).__name__}: {str(exc)[:200]}"
+    return states
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Static facts about the built HTML (no browser)
+
+def html_pages(html_root: Path) -> list[Path]:
+    """Every page of the build: *.html under _build/html, without the theme's template fragments in _static/."""
+    return sorted(p for p in html_root.rglob("*.html")
+                  if "_static" not in p.relative_to(html_root).parts and ".doctrees" not in p.parts)
+
+
+def toc_files(toc: dict) -> list[str]:
+    """Every ``file:`` of a Jupyter Book 1 ``_toc.yml`` (root first), in order."""
+    out = [toc["root"]] if "root" in toc else []
+
+    def walk(items):
+        for item in items or []:
+            if "file" in item:
+                out.append(item["file"])
+            walk(item.get("sections"))
+            walk(item.get("chapters"))
+
+    for part in toc.get("parts", []):
+        walk(part.get("chapters"))
+    walk(toc.get("chapters"))
+    walk(toc.get("sections"))
+    return out
+
+
+def theory_files(toc: dict, caption: str = "Theory") -> list[str]:
+    out = []
+    for part in toc.get("parts", []):
+        if part.get("caption") == caption:
+            out += [c["file"] for c in part.get("chapters", []) if "file" in c]
+    return out
+
+
+def strip_suffix(file: str) -> str:
+    return re.sub(r"\.(md|ipynb|rst)$", "", file)
+
+
+def is_external(ref: str) -> bool:
+    scheme = urlsplit(ref).scheme.lower()
+    return scheme in {"http", "https", "mailto", "data", "javascript", "tel"} or ref.startswith("//")
