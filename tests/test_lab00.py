@@ -88,6 +88,20 @@ def test_cpu_detection_counts_physical_cores_and_finds_the_microarchitecture():
     assert arch is not None and arch["flop_per_cycle_per_core"]["fp32"] == 32
 
 
+def test_arm_cpus_match_by_implementer_and_part():
+    info = device.cpu_info("processor\t: 0\nCPU implementer\t: 0x41\nCPU part\t: 0xd4f\n")
+    arch = device.match_cpu_uarch(info)
+    assert arch is not None and arch["id"] == "neoverse-v2"
+
+
+def test_every_microarchitecture_cites_the_bibliography():
+    from x4lib import specs
+    keys = specs.bib_keys()
+    for arch in json.loads((ROOT / "x4lib" / "data" / "cpu_uarch.json").read_text())["microarchitectures"]:
+        assert arch["source"] in keys, arch["id"]
+        assert arch["flop_per_cycle_per_core"]["fp32"] == 2 * arch["flop_per_cycle_per_core"]["fp64"], arch["id"]
+
+
 def fake_dev(kind, name, catalog_id=None, count=1):
     return {"kind": kind, "detected_name": name, "catalog_id": catalog_id, "count": count,
             "cpu": {"model_name": "AMD EPYC"}}

@@ -76,6 +76,8 @@ def cpu_info(cpuinfo_text: str | None = None) -> dict:
         "logical_cpus": logical or os.cpu_count(),
         "physical_cores": len(cores) if cores else None,
         "mhz_reported": float(fields["cpu MHz"]) if fields.get("cpu MHz") else None,
+        "cpu_implementer": int(fields["CPU implementer"], 0) if fields.get("CPU implementer") else None,
+        "cpu_part": int(fields["CPU part"], 0) if fields.get("CPU part") else None,
         "flags": sorted(set(fields.get("flags", "").split()) & {"avx2", "fma", "avx512f", "avx512_bf16", "amx_bf16"}),
     }
     if info["physical_cores"] is None:
@@ -87,6 +89,10 @@ def match_cpu_uarch(info: dict) -> dict | None:
     """The microarchitecture record (FLOP per cycle per core, source) for a CPU, or None."""
     for arch in _load("cpu_uarch.json")["microarchitectures"]:
         m = arch.get("match", {})
+        if "cpu_implementer" in m:  # Arm: "CPU implementer" and "CPU part" of /proc/cpuinfo
+            if m["cpu_implementer"] == info.get("cpu_implementer") and info.get("cpu_part") in m["cpu_parts"]:
+                return arch
+            continue
         if m.get("vendor_id") != info.get("vendor_id") or m.get("family") != info.get("family"):
             continue
         if info.get("model") is not None and any(lo <= info["model"] <= hi for lo, hi in m.get("models", [])):

@@ -213,3 +213,28 @@ def efficiency_text(run: Run, dtype: str) -> str:
                 f"than the {d['cpu']['mhz_reported']:.0f} MHz the CPU reports: the clock assumption is what is "
                 f"wrong, not the kernel, so no efficiency is printed")
     return "above the catalog peak: check the peak's precision (dense vs sparse) and the device detected"
+
+
+def memory_gaps(runs=()) -> list[dict]:
+    """Memory-bound kernels against the catalog's memory bandwidth: others' published results (cited)
+    and our runs on catalog devices."""
+    rows = []
+    for m in published().get("measurements", []):
+        if m["kind"] != "memory_bw":
+            continue
+        dev = specs.get(m["device"])
+        bw = dev.values["memory_bw_gb_s"].value
+        rows.append({"device": dev.name, "kernel": m["id"],
+                     "datasheet (GB/s)": bw, "measured (GB/s)": m["value"], "fraction": f"{m['value'] / bw:.0%}",
+                     "measured by": f"{m['source']} (theirs)"})
+    for run in runs:
+        cat = run.results["device"].get("catalog_id")
+        if not cat or "memory_bw_gb_s" not in specs.get(cat).values:
+            continue
+        bw = specs.get(cat).values["memory_bw_gb_s"].value
+        for m in run.results["memory_bw"]:
+            if m["status"] == "ok":
+                rows.append({"device": run.device_label, "kernel": m["kernel"], "datasheet (GB/s)": bw,
+                             "measured (GB/s)": round(m["gb_s_best"], 1), "fraction": f"{m['gb_s_best'] / bw:.0%}",
+                             "measured by": f"us ({run.run_id})"})
+    return rows
