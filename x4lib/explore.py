@@ -59,3 +59,27 @@ def roofline_explorer():
 
     return w.interactive(show, device=w.Dropdown(options=ids, value="h100-sxm", description="device"),
                          dtype=w.Dropdown(options=list(specs.DTYPE_BYTES), value="bf16", description="dtype"))
+
+
+def collective_explorer():
+    """Pick a cluster preset, a collective and in-network reduction → busbw against size (model)."""
+    import ipywidgets as w
+    import matplotlib.pyplot as plt
+
+    from x4lib import collectives as coll
+    from x4lib import lab01, plots
+
+    def show(cluster, collective, in_network):
+        try:
+            curve = lab01.model_curve(cluster, collective, in_network=in_network)
+        except ValueError as exc:
+            print(f"cannot model this: {exc}")
+            return
+        fig, ax = plots.new_axes()
+        plots.busbw_vs_size(ax, [("prediction", f"model: {collective} on {cluster}", curve)])
+        plt.show()
+
+    return w.interactive(show, cluster=w.Dropdown(options=coll.cluster_ids(), description="cluster"),
+                         collective=w.Dropdown(options=[c for c in coll.COLLECTIVES if c != "sendrecv"],
+                                               value="all_reduce", description="collective"),
+                         in_network=w.Checkbox(value=False, description="in-network reduction"))

@@ -83,3 +83,17 @@ def roofline_panel(ax, roofs, series, intensity_range=(0.05, 20000.0)):
         points(ax, pts, kind, label, color=colors.get(label.split()[0]))
     ax.legend(fontsize=7, loc="lower right")
     return ax
+
+
+def busbw_vs_size(ax, series):
+    """busbw (GB/s) against message size (B), log-log; series = [(kind, label, points)] with points {x: bytes,
+    y: GB/s}; kinds as in :data:`POINT_STYLES` (a ``prediction`` is drawn as a dashed curve)."""
+    for kind, label, pts in series:
+        points(ax, pts, kind, label)
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("message size (bytes, nccl-tests size)")
+    ax.set_ylabel("busbw (GB/s, 1 GB = 1e9 B)")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=7, loc="lower right")
+    return ax
