@@ -222,3 +222,25 @@ def test_an_inconsistent_log_exits_1_and_stores_nothing(tmp_path):
                 module="runners")
     assert r.returncode == 1 and "Traceback" not in r.stderr
     assert not (tmp_path / "runs" / "lab01").exists()
+
+
+def test_the_lab_notebook_renders_a_quick_local_run(tmp_path):
+    """python -m runners lab01 (no --measure-only) measures, then executes the lab notebook under papermill."""
+    r = run_cli("lab01", "--profile", "local-cpu", "--quick", "--runs-dir", str(tmp_path), module="runners")
+    assert r.returncode == 0, r.stderr[-3000:]
+    (run,) = (tmp_path / "lab01").iterdir()
+    nb = json.loads((run / "lab-01-collectives.ipynb").read_text())
+    assert not nb["metadata"]["papermill"].get("exception")
+
+
+@pytest.mark.skipif(not H100_LOG.exists(), reason="stored nccl-tests log not here")
+def test_the_lab_notebook_renders_an_imported_cluster_run(tmp_path):
+    """An imported 2 × 8 log renders too: the page must not assume a CPU run."""
+    import papermill as pm
+    r = run_cli("lab01", "--profile", "cluster-2x8", "--import-log", str(H100_LOG), "--runs-dir", str(tmp_path),
+                module="runners")
+    assert r.returncode == 0, r.stderr
+    run = next((tmp_path / "lab01").iterdir())
+    pm.execute_notebook(str(ROOT / "notebooks" / "lab-01-collectives.ipynb"), str(tmp_path / "out.ipynb"),
+                        parameters={"run_dir": str(run), "measure_here": False}, cwd=str(ROOT / "book"),
+                        progress_bar=False, kernel_name="python3")

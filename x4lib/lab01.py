@@ -91,7 +91,8 @@ def run_points(results: dict, collective: str = "all_reduce") -> list[dict]:
 
 
 def run_table(results: dict) -> list[dict]:
-    """One row per collective and size of our run (in-place median time, busbw), with #wrong."""
+    """One row per collective and size of a run (in-place column; median time where the run kept every
+    iteration, else the mean nccl-tests prints), busbw and #wrong."""
     rows = []
     for c in results["collectives"]:
         if not c.get("supported", True):
@@ -100,6 +101,14 @@ def run_table(results: dict) -> list[dict]:
         for r in c["rows"]:
             ip = r.get("in_place") or r
             rows.append({"collective": c["collective"], "size": coll.format_size(r["size_bytes"]),
-                         "median time (µs)": round(ip["time_us_median"], 1),
+                         "time (µs)": round(ip.get("time_us_median", ip["time_us"]), 1),
                          "busbw (GB/s)": round(ip["busbw_gb_s"], 3), "#wrong": ip.get("wrong")})
     return rows
+
+
+def describe_run(results: dict) -> str:
+    """One sentence saying what a lab01 run is: device as detected, backend, ranks, hosts, and where it came from."""
+    src = results.get("source", "measured")
+    how = "imported from an nccl-tests log" if src != "measured" else "measured with the book's benchmark"
+    return (f"{results['nranks']} {results['backend']} ranks on {results.get('nhosts', 1)} host(s) of "
+            f"{results['device']['detected_name']}, {how} (run started {results['started_utc']})")
