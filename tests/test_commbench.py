@@ -242,5 +242,8 @@ def test_the_lab_notebook_renders_an_imported_cluster_run(tmp_path):
     assert r.returncode == 0, r.stderr
     run = next((tmp_path / "lab01").iterdir())
     pm.execute_notebook(str(ROOT / "notebooks" / "lab-01-collectives.ipynb"), str(tmp_path / "out.ipynb"),
-                        parameters={"run_dir": str(run), "measure_here": False}, cwd=str(ROOT / "book"),
-                        progress_bar=False, kernel_name="python3")
+                        parameters={"run_dir": str(run), "measure_here": False, "runs_root": str(tmp_path)},
+                        cwd=str(ROOT / "book"), progress_bar=False, kernel_name="python3")
+    nb = json.loads((tmp_path / "out.ipynb").read_text())
+    outputs = json.dumps([c.get("outputs", []) for c in nb["cells"] if c["cell_type"] == "code"])
+    assert "no committed 2 × 8 run yet" not in outputs and "us: NVIDIA H100 80GB HBM3" in outputs

@@ -238,3 +238,25 @@ def memory_gaps(runs=()) -> list[dict]:
                              "measured (GB/s)": round(m["gb_s_best"], 1), "fraction": f"{m['gb_s_best'] / bw:.0%}",
                              "measured by": f"us ({run.run_id})"})
     return rows
+
+
+def expected_sweep_s(params: dict, device_id: str) -> float:
+    """Model prediction of the measuring time of a profile's sweep on a catalog device: for every dtype the
+    device has and every shape, (warm-up + repeats) × the roofline time, plus the memory kernels at the
+    datasheet bandwidth. A lower bound: launch overheads, allocation and set-up are not counted."""
+    from x4lib import bench
+    dev = specs.get(device_id)
+    calls = params["warmup"] + params["repeats"]
+    total = 0.0
+    for d in params["dtypes"]:
+        try:
+            roof = rl.for_device(dev, d)
+        except specs.UnsupportedDtypeError:
+            continue
+        for m, n, k in bench.square_and_skinny_shapes(params["max_n"]):
+            pt = rl.point(rl.matmul_flop(m, n, k), rl.matmul_bytes(m, n, k, specs.DTYPE_BYTES[d]), roof)
+            total += calls * pt.time_s
+    per_elem = {"copy": 2, "triad": 3}
+    for kern in params["memory_kernels"]:
+        total += calls * per_elem[kern] * params["memory_elements"] * 4 / dev.memory_bw_Bps
+    return total

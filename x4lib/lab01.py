@@ -112,3 +112,31 @@ def describe_run(results: dict) -> str:
     how = "imported from an nccl-tests log" if src != "measured" else "measured with the book's benchmark"
     return (f"{results['nranks']} {results['backend']} ranks on {results.get('nhosts', 1)} host(s) of "
             f"{results['device']['detected_name']}, {how} (run started {results['started_utc']})")
+
+
+def _nearest(rows: list[dict], size_B: int) -> dict:
+    return min(rows, key=lambda r: abs(math.log(r["size_bytes"] / size_B)))
+
+
+def run_vs_expected(results: dict, cluster_id: str, collective: str = "all_reduce") -> list[dict]:
+    """For each lab size: the nearest row of one of our runs (committed results.json) beside the model."""
+    rows = []
+    for c in results["collectives"]:
+        if c["collective"] != collective or not c.get("supported", True) or not c["rows"]:
+            continue
+        for S in lab_sizes_B():
+            r = _nearest(c["rows"], S)
+            ip = r.get("in_place") or r
+            p = coll.predict(collective, r["size_bytes"], cluster_id)
+            rows.append({"lab size": coll.format_size(S), "run row": coll.format_size(r["size_bytes"]),
+                         "model time (µs)": round(p.time_s * 1e6, 1), "measured time (µs)": round(ip["time_us"], 1),
+                         "model busbw (GB/s)": round(p.busbw_Bps / 1e9, 1),
+                         "measured busbw (GB/s)": round(ip["busbw_gb_s"], 2),
+                         "measured / model": f"{ip['busbw_gb_s'] / (p.busbw_Bps / 1e9):.0%}",
+                         "measured by": f"us: {results['device']['detected_name']} ({results['started_utc']})"})
+    return rows
+
+
+def cluster_runs(runs) -> list:
+    """Committed lab01 runs made on (or imported from) a 2 × 8 cluster."""
+    return [r for r in runs if r.results.get("nhosts", 1) >= 2]
