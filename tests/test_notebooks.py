@@ -13,7 +13,7 @@ def test_there_are_paired_chapters():
 
 @pytest.mark.parametrize("md", PAIRS, ids=lambda p: p.name)
 def test_markdown_and_notebook_are_in_sync(md):
-    assert nbtools.diff(md) == "", f"run `make sync` (book/*.md is the source of truth)"
+    assert nbtools.diff(md) == "", "run `make sync` (book/*.md is the source of truth)"
 
 
 @pytest.mark.parametrize("md", [p for p in PAIRS if not p.stem.startswith("lab-")], ids=lambda p: p.name)

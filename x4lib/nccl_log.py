@@ -421,7 +421,7 @@ def read_log(text: str, path: str = "<log>", collective: str | None = None) -> P
     coll, source, cands = _choose_collective(s, collective, nranks, warnings)
     if nranks is None:
         nranks = infer_nranks(coll, s.rows) if coll else None
-        warnings.append(f"no rank list in the header; number of ranks "
+        warnings.append("no rank list in the header; number of ranks "
                         + (f"inferred from busbw/algbw: {nranks}" if nranks else "unknown: busbw not checked"))
     return _finish(s, path, text, coll, source, cands, nranks, warnings, checks)
 
