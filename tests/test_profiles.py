@@ -31,3 +31,12 @@ def test_unknown_profile_is_refused():
 def test_profiles_cli_lists_them():
     r = run_cli("profiles", "--json", module="runners")
     assert r.returncode == 0 and {p["name"] for p in json.loads(r.stdout)} == set(profiles.names())
+
+
+def test_rental_prices_are_referenced_not_copied():
+    from x4lib import economics
+    for name in profiles.names():
+        rental = profiles.load(name).get("rental")
+        if rental:
+            assert economics.sourced_value("usd_per_gpu_hour", rental["price_key"])["value"] > 0
+            assert rental["source"] in specs.bib_keys()

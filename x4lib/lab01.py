@@ -141,3 +141,25 @@ def run_vs_expected(results: dict, cluster_id: str, collective: str = "all_reduc
 def cluster_runs(runs) -> list:
     """Committed lab01 runs made on (or imported from) a 2 × 8 cluster."""
     return [r for r in runs if r.results.get("nhosts", 1) >= 2]
+
+
+def fit_vs_model(sizes_B, times_s, cluster_id: str, source: str, collective: str = "all_reduce") -> list[dict]:
+    """α–β fit (relative least squares, x4lib.commbench) of measured times, beside the same fit of the model's
+    times at the same sizes: α [µs] and 1/β [GB/s of algbw]. Sizes below 1 KiB are left out (launch noise)."""
+    from x4lib import commbench
+    pts = [(S, t) for S, t in zip(sizes_B, times_s) if S >= 1024]
+    S = [p[0] for p in pts]
+    meas = commbench.fit_alpha_beta(S, [p[1] for p in pts], relative=True)
+    model = commbench.fit_alpha_beta(S, [coll.predict(collective, s, cluster_id).time_s for s in S], relative=True)
+    return [{"fit of": label, "α (µs)": round(f.alpha_s * 1e6, 1),
+             "1/β (GB/s, algbw)": None if f.inv_beta_gb_s is None else round(f.inv_beta_gb_s, 1),
+             "relative RMS residual": f"{f.residual_rel_rms:.0%}", "points": f.n_points}
+            for label, f in ((f"measured: {source}", meas), (f"model: {cluster_id}", model))]
+
+
+def log_fit_vs_model(name: str, cluster_id: str) -> list[dict]:
+    key, _ = PUBLIC_LOGS[name]
+    log = read_public(name)
+    rows = [r for r in log.rows if r.out_of_place and r.out_of_place.time_us]
+    return fit_vs_model([r.size_bytes for r in rows], [r.out_of_place.time_us * 1e-6 for r in rows], cluster_id,
+                        f"{key} (theirs)")
