@@ -128,20 +128,11 @@ def measure(profile: dict, quick: bool, torch) -> dict:
 
 def render(run_dir: Path) -> Path:
     """Execute the lab notebook for one run (papermill) into ``run_dir``; returns the notebook path."""
-    import papermill as pm
-    out = Path(run_dir) / "lab-00-roofline.ipynb"
-    pm.execute_notebook(str(NOTEBOOK), str(out), parameters={"run_dir": str(Path(run_dir).resolve()),
-                                                              "measure_here": False},
-                        cwd=str(ROOT / "book"), progress_bar=False, log_output=False, kernel_name="python3")
-    return out
+    return rundir.render_notebook(NOTEBOOK, run_dir)
 
 
 def notebook_stack_available() -> bool:
-    try:
-        import papermill  # noqa: F401
-        return NOTEBOOK.exists()
-    except ImportError:
-        return False
+    return rundir.notebook_stack_available(NOTEBOOK)
 
 
 def run(profile_name: str, quick: bool, measure_only: bool, runs_dir: Path, failed_root: Path) -> Path:

@@ -188,22 +188,11 @@ def _document(profile, quick, started, params, dev, res, warnings) -> dict:
 
 def render(run_dir: Path) -> Path:
     """Execute the lab notebook for one run (papermill) into ``run_dir``; returns the notebook path."""
-    import papermill as pm
-    out = Path(run_dir) / NOTEBOOK.name
-    pm.execute_notebook(str(NOTEBOOK), str(out), parameters={"run_dir": str(Path(run_dir).resolve()),
-                                                              "measure_here": False},
-                        cwd=str(ROOT / "book"), progress_bar=False, log_output=False, kernel_name="python3")
-    return out
+    return rundir.render_notebook(NOTEBOOK, run_dir)
 
 
 def notebook_stack_available() -> bool:
-    if not NOTEBOOK.exists():
-        return False
-    try:
-        import papermill  # noqa: F401
-        return True
-    except ImportError:
-        return False
+    return rundir.notebook_stack_available(NOTEBOOK)
 
 
 def _store(results: dict, final: Path, failed_root: Path, measure_only: bool, files: dict) -> Path:

@@ -64,3 +64,28 @@ class RunDir:
         if results.exists():  # never leave a complete-looking results.json, even outside book/
             results.rename(dest / "results.incomplete.json")
         return False
+
+
+BOOK_DIR = Path(__file__).resolve().parent.parent / "book"
+
+
+def render_notebook(notebook: Path, run_dir: Path) -> Path:
+    """Execute a lab notebook for one run with papermill (parameters run_dir, measure_here=False), writing
+    the executed copy into ``run_dir``; the kernel runs in book/, as in the book build."""
+    import papermill as pm
+    out = Path(run_dir) / Path(notebook).name
+    pm.execute_notebook(str(notebook), str(out), parameters={"run_dir": str(Path(run_dir).resolve()),
+                                                              "measure_here": False},
+                        cwd=str(BOOK_DIR), progress_bar=False, log_output=False, kernel_name="python3")
+    return out
+
+
+def notebook_stack_available(notebook: Path) -> bool:
+    """True when the lab notebook exists and papermill imports (a bare pod has neither need nor stack)."""
+    if not Path(notebook).exists():
+        return False
+    try:
+        import papermill  # noqa: F401
+    except ImportError:
+        return False
+    return True

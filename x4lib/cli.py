@@ -18,13 +18,15 @@ import sys
 from x4lib import economics, roofline, specs
 
 
-def _number(kind: str, low: float | None = None, low_open: bool = True, high: float | None = None,
-            integer: bool = False):
+def number_arg(kind: str, low: float | None = None, low_open: bool = True, high: float | None = None,
+               integer: bool = False):
+    """An argparse ``type`` for a number of ``kind`` in a range; the error names the value and the range.
+    Shared by every subcommand (the delegated ones too)."""
     def parse(text: str):
         try:
             v = float(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number ({kind})") from None
         if integer and v != int(v):
             raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of {kind}")
         if low is not None and (v <= low if low_open else v < low):
@@ -50,22 +52,22 @@ def build_parser() -> argparse.ArgumentParser:
     r = sub.add_parser("roofline", help="peak, bandwidth and ridge point of a device")
     r.add_argument("--device", required=True, help="catalog id")
     r.add_argument("--dtype", default="bf16", help="one of: " + ", ".join(specs.DTYPE_BYTES))
-    r.add_argument("--intensity", type=_number("FLOP/byte", 0, low_open=False),
+    r.add_argument("--intensity", type=number_arg("FLOP/byte", 0, low_open=False),
                    help="arithmetic intensity in FLOP/byte: also print the attainable rate")
     r.add_argument("--json", action="store_true")
 
     t = sub.add_parser("train-estimate", help="time, cost and power of a training run (6·N·D)",
                        description="Defaults are the motivation quiz's givens (x4lib/data/givens.yaml).")
-    t.add_argument("--params", type=_number("parameters", 0), default=g["params"], help="parameter count N")
-    t.add_argument("--tokens", type=_number("tokens", 0), default=g["tokens"], help="training tokens D")
-    t.add_argument("--gpus", type=_number("GPUs", 1, low_open=False, integer=True), default=g["n_gpus"])
+    t.add_argument("--params", type=number_arg("parameters", 0), default=g["params"], help="parameter count N")
+    t.add_argument("--tokens", type=number_arg("tokens", 0), default=g["tokens"], help="training tokens D")
+    t.add_argument("--gpus", type=number_arg("GPUs", 1, low_open=False, integer=True), default=g["n_gpus"])
     t.add_argument("--device", default=g["device"], help="catalog id")
     t.add_argument("--dtype", default=g["dtype"])
-    t.add_argument("--mfu", type=_number("MFU", 0, high=1), default=g["mfu"], help="in (0, 1]")
-    t.add_argument("--usd-per-gpu-hour", type=_number("USD/GPU-hour", 0, low_open=False),
+    t.add_argument("--mfu", type=number_arg("MFU", 0, high=1), default=g["mfu"], help="in (0, 1]")
+    t.add_argument("--usd-per-gpu-hour", type=number_arg("USD/GPU-hour", 0, low_open=False),
                    default=g["usd_per_gpu_hour"])
-    t.add_argument("--usd-per-kwh", type=_number("USD/kWh", 0, low_open=False), default=g["usd_per_kwh"])
-    t.add_argument("--pue", type=_number("PUE", 1, low_open=False), default=g["pue"], help=">= 1")
+    t.add_argument("--usd-per-kwh", type=number_arg("USD/kWh", 0, low_open=False), default=g["usd_per_kwh"])
+    t.add_argument("--pue", type=number_arg("PUE", 1, low_open=False), default=g["pue"], help=">= 1")
     t.add_argument("--power-scope", choices=list(economics.POWER_SCOPES), default=g["power_scope"])
     t.add_argument("--json", action="store_true")
     for parser in (r, t):  # let "-70e9" reach the number check (argparse only knows plain negatives)

@@ -51,7 +51,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import datetime as _dt
 import difflib
 import functools
 import json
@@ -330,16 +329,6 @@ CLUSTERS_SCHEMA = {
 _ALLOWED_UNITS = {"bw": ("GB/s", "Gb/s"), "efficiency": ("1",), "latency": ("us",), "count": ("count",)}
 
 
-def _plain(obj):
-    """YAML turns 2026-11-23 into a date: keep dates as ISO strings."""
-    if isinstance(obj, dict):
-        return {k: _plain(v) for k, v in obj.items()}
-    if isinstance(obj, list):
-        return [_plain(v) for v in obj]
-    if isinstance(obj, (_dt.date, _dt.datetime)):
-        return obj.isoformat()
-    return obj
-
 
 def _si(raw: Mapping, where: str, quantity: str) -> float:
     """A sourced value of clusters.yaml in SI, after checking its unit and range."""
@@ -436,9 +425,11 @@ def load_cluster_file(path: Path = CLUSTERS_PATH) -> Mapping:
     ``clusters`` (id -> :class:`Cluster`), ``assumptions`` and ``custom_defaults`` (raw sourced values)."""
     import jsonschema
     import yaml
+
+    from x4lib import specs
     name = Path(path).name
     try:
-        data = _plain(yaml.safe_load(Path(path).read_text()))
+        data = specs.plain(yaml.safe_load(Path(path).read_text()))
     except (OSError, yaml.YAMLError) as exc:
         raise ClusterError(f"{name}: cannot be read as YAML: {exc}") from None
     try:
@@ -790,31 +781,13 @@ def assumptions(cluster: Cluster, in_network: bool = False) -> dict:
 # ----------------------------------------------------------------------------------------------------------------
 
 def _positive(kind: str, integer: bool = False, upper: float | None = None):
-    def parse(text: str):
-        try:
-            v = float(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not a number ({kind})") from None
-        if integer and v != int(v):
-            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of {kind}")
-        if not v > 0:
-            raise argparse.ArgumentTypeError(f"{text} {kind}: must be > 0")
-        if upper is not None and v > upper:
-            raise argparse.ArgumentTypeError(f"{text} {kind}: must be <= {upper:g}")
-        return int(v) if integer else v
-    return parse
+    from x4lib.cli import number_arg
+    return number_arg(kind, 0, high=upper, integer=integer)
 
 
 def _non_negative(kind: str):
-    def parse(text: str):
-        try:
-            v = float(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not a number ({kind})") from None
-        if v < 0:
-            raise argparse.ArgumentTypeError(f"{text} {kind}: must be >= 0")
-        return v
-    return parse
+    from x4lib.cli import number_arg
+    return number_arg(kind, 0, low_open=False)
 
 
 def _sizes(text: str) -> list[int]:

@@ -49,7 +49,7 @@ def quiz_givens() -> Mapping:
 @functools.lru_cache(maxsize=1)
 def sourced() -> Mapping:
     """Sourced reference values (prices, PUE, MFU...) from x4lib/data/economics.yaml."""
-    return MappingProxyType(specs._plain(yaml.safe_load(Path(ECONOMICS_PATH).read_text())))
+    return MappingProxyType(specs.plain(yaml.safe_load(Path(ECONOMICS_PATH).read_text())))
 
 
 def training_flop(params: float, tokens: float) -> float:

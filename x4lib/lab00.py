@@ -21,7 +21,7 @@ PUBLISHED_PATH = specs.DATA_DIR / "published.yaml"
 @functools.lru_cache(maxsize=1)
 def published() -> dict:
     """Others' measurements and rental listings (x4lib/data/published.yaml), dates as strings."""
-    return specs._plain(yaml.safe_load(Path(PUBLISHED_PATH).read_text()))
+    return specs.plain(yaml.safe_load(Path(PUBLISHED_PATH).read_text()))
 
 
 def published_points(device_id: str, kind: str = "matmul") -> list[dict]:

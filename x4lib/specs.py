@@ -179,12 +179,12 @@ def _schema() -> dict:
     return json.loads(SCHEMA_PATH.read_text())
 
 
-def _plain(obj):
+def plain(obj):
     """YAML turns 2026-11-23 into a date: keep dates as ISO strings."""
     if isinstance(obj, dict):
-        return {k: _plain(v) for k, v in obj.items()}
+        return {k: plain(v) for k, v in obj.items()}
     if isinstance(obj, list):
-        return [_plain(v) for v in obj]
+        return [plain(v) for v in obj]
     if isinstance(obj, (_dt.date, _dt.datetime)):
         return obj.isoformat()
     return obj
@@ -195,7 +195,7 @@ def parse_device(record: dict, origin: str = "<record>") -> Device:
 
     Raises :class:`CatalogError` with a message naming ``origin``, the field and what to do.
     """
-    record = _plain(record)
+    record = plain(record)
     try:
         jsonschema.validate(record, _schema())
     except jsonschema.ValidationError as exc:
