@@ -96,8 +96,12 @@ def gap_for_run(run: Run, dtype: str) -> GapRow | None:
         return None
     pt = rl.point(rl.matmul_flop(best["m"], best["n"], best["k"]),
                   rl.matmul_bytes(best["m"], best["n"], best["k"], specs.DTYPE_BYTES[dtype]), roof)
-    src = run.results["peak_basis"] if not run.results["device"].get("catalog_id") else \
-        specs.get(run.results["device"]["catalog_id"]).values[specs.get(run.results["device"]["catalog_id"]).peak_field(dtype)].source
+    cat = run.results["device"].get("catalog_id")
+    if cat:
+        dev = specs.get(cat)
+        src = dev.values[dev.peak_field(dtype)].source
+    else:
+        src = run.results["peak_basis"]
     return GapRow(run.device_label, dtype, roof.peak_flop_per_s / 1e12, src, pt.attainable_flop_per_s / 1e12,
                   best["tflops_best"], f"us ({run.run_id})", f"{best['m']}×{best['n']}×{best['k']}")
 
