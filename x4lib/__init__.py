@@ -5,6 +5,8 @@ Concept modules (the models; one hop from a number on a page to the code that ma
     specs        the spec catalog (x4lib/data/devices/*.yaml), every value with its source
     kernels      the dtype vocabulary; FLOP and bytes of a matmul and of the STREAM kernels
     roofline     attainable rate = min(peak, intensity × bandwidth)
+    matmul       achievable rate of an m×n×k matmul: tiles, waves, sustained clock, per-call overhead, roofline
+    mfu          where the peak goes in a training run: the MFU budget, term by term
     economics    time, cost and power of a training run
     memory       bytes of training state
     bench        the timing harness (CPU and CUDA)            } measuring: standard library + torch only,
@@ -38,6 +40,7 @@ __version__ = "0.2.0"
 __all__ = ["bench", "bib", "claims", "cli", "clusters", "collectives", "commbench", "device", "economics", "fitting",
            "kernels", "memory", "nbtools", "nccl_log", "pages", "plots", "published", "roofline", "runs", "sizes",
            "specs", "tables"]
+__all__ += ["matmul", "mfu"]  # issue 12: achievable matmul rates and the MFU budget
 
 
 def __getattr__(name: str):
