@@ -104,9 +104,25 @@ def attention_flop_per_token(run: Run, causal: bool = False) -> float:
     return full / 2 if causal else full
 
 
-def attention_share(run: Run) -> float:
+def attention_share_for(params: float, layers: int, d_model: int, seq_len: int) -> float:
     """How much PaLM's attention term adds to 6N FLOP per token: 12·L·d·T / (6·N)."""
-    return attention_flop_per_token(run) / (6.0 * run.params)
+    if min(params, layers, d_model, seq_len) <= 0:
+        raise ValueError("params, layers, d_model and seq_len must be > 0")
+    return 12.0 * layers * d_model * seq_len / (6.0 * params)
+
+
+def attention_share(run: Run) -> float:
+    """:func:`attention_share_for` of a run."""
+    return attention_share_for(run.params, run.layers, run.d_model, run.seq_len)
+
+
+def llama3_mfu_6nd() -> tuple[float, float]:
+    """Llama 3's quoted MFU (which counts attention FLOP, PaLM's convention) read in this book's 6ND convention:
+    (6ND MFU, attention share of the 405B model at its 8K sequences), from economics.yaml."""
+    ref = economics.sourced()["reference_points"]
+    share = attention_share_for(ref["llama3_405b_params"]["value"], ref["llama3_405b_layers"]["value"],
+                                ref["llama3_405b_d_model"]["value"], ref["llama3_mfu_seq_len"]["value"])
+    return economics.sourced_value("mfu")["value"] / (1 + share), share
 
 
 def matmul_efficiency(run: Run, device: str, dtype: str = "bf16") -> float:
