@@ -132,9 +132,9 @@ def training_explorer():
 # --------------------------------------------------------------------- achievable rates and the MFU budget
 
 def tdp_coverage() -> dict:
-    """How many catalog entries publish a maximum power (tdp_w), and the names of those that do not."""
+    """How many catalog entries publish a maximum power (tdp_w), and the ids of those that do not."""
     cat = specs.load_catalog()
-    missing = [d.name for d in cat.values() if "tdp_w" not in d.values]
+    missing = [d.id for d in cat.values() if "tdp_w" not in d.values]
     return {"with": len(cat) - len(missing), "total": len(cat), "without": missing}
 
 
