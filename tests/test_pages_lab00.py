@@ -137,5 +137,5 @@ def test_the_cpu_shape_check_divides_each_rate_by_its_own_best():
 
 
 def test_the_original_budget_is_a_given_in_the_data_file():
-    b = page.seed_budget()
+    b = page.original_budget()
     assert b["a100_usd_per_hour"] > 0 and b["h100_usd_per_hour"] > 0 and "original" in b["source"]

@@ -567,7 +567,7 @@ def roof_ratios() -> dict:
     return out
 
 
-def seed_budget() -> dict:
+def original_budget() -> dict:
     """The original module's lab budget (givens.yaml ``lab00_budget``): stated prices, not quotes."""
     import yaml
     from x4lib import economics
