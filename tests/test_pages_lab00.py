@@ -95,3 +95,47 @@ def test_the_budget_reads_prices_from_the_data_files():
     rows = page.rental_rows()
     assert any(r["listing"] == "price used for the budget" for r in rows)
     assert page.expected_sweep_s(page.profile("h100")["labs"]["lab00"], "h100-sxm") > 0
+
+
+def test_the_gap_table_sets_the_prediction_beside_peak_and_measurement():
+    rows = page.gap_rows([cpu_run()], None)
+    for r in rows:
+        assert "predicted achievable (TFLOP/s)" in r and "roofline (TFLOP/s)" in r
+    theirs = [r for r in rows if "(theirs)" in r["measured by"]]
+    assert theirs and all(0 < r["predicted achievable (TFLOP/s)"] <= r["roofline (TFLOP/s)"] for r in theirs)
+    ours = next(r for r in rows if r["measured by"].startswith("us"))
+    assert ours["predicted achievable (TFLOP/s)"] <= ours["peak (TFLOP/s)"]
+
+
+def test_the_i5_memory_peak_is_channels_times_bytes_times_transfers():
+    assert page.i5_memory_bw_Bps() == pytest.approx(2 * 8 * 2400e6)
+    assert page.i5_roofline().memory_bw_Bps == pytest.approx(38.4e9)
+    r = page.roof_ratios()["h100-sxm"]
+    assert r["memory"] == pytest.approx(3350e9 / 38.4e9) and r["compute"] == pytest.approx(989.4e12 / 204.8e9)
+
+
+def test_the_validation_rows_are_leave_one_out_and_cited():
+    rows = page.validation_rows()
+    assert len({r["device_id"] for r in rows}) >= 8
+    assert all(r["measured by"].endswith("(theirs)") for r in rows)
+    assert all(r["error"] == pytest.approx(r["predicted (TFLOP/s)"] / r["measured (TFLOP/s)"] - 1) for r in rows)
+    s = page.validation_summary()
+    assert s.median_abs_error <= 0.15 and s.n_devices == len(page.validation_by_device())
+
+
+def test_a_digitised_sweep_is_never_tabulated():
+    assert any(r["digitized"] for r in page.sweep_checks())
+    assert "nvidia-cuda11-features-blog" not in str(page.sweep_table())
+    assert "digitised" in page.sweep_series("nvidia-cuda11-a100-square-bf16")[0][1]
+
+
+def test_the_cpu_shape_check_divides_each_rate_by_its_own_best():
+    run = cpu_run()
+    rows = page.cpu_shape_rows(run)
+    assert rows and max(r["measured / best measured"] for r in rows) == pytest.approx(1.0)
+    assert max(r["model / best model"] for r in rows) == pytest.approx(1.0)
+
+
+def test_the_original_budget_is_a_given_in_the_data_file():
+    b = page.original_budget()
+    assert b["a100_usd_per_hour"] > 0 and b["h100_usd_per_hour"] > 0 and "original" in b["source"]

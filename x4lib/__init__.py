@@ -5,6 +5,8 @@ Concept modules (the models; one hop from a number on a page to the code that ma
     specs        the spec catalog (x4lib/data/devices/*.yaml), every value with its source
     kernels      the dtype vocabulary; FLOP and bytes of a matmul and of the STREAM kernels
     roofline     attainable rate = min(peak, intensity × bandwidth)
+    matmul       achievable rate of an m×n×k matmul: tiles, waves, sustained clock, per-call overhead, roofline
+    mfu          where the peak goes in a training run: the MFU budget, term by term
     economics    time, cost and power of a training run
     datacenter   the power chain from chip to grid, and chapter 04's sourced data (prices, racks, electricity)
     tco          owning against renting: cost per GPU-hour and the break-even utilisation
@@ -62,7 +64,7 @@ __all__ = ["bench", "bib", "claims", "cli", "clusters", "collectives", "commbenc
            "specs", "tables",
            "links", "topology", "parallelism", "topo", "doctor", "formats", "inference", "mig", "nvlink",
            "carbon", "datacenter", "reliability", "runcost", "serving", "storage", "tco",
-           "peaks", "systolic", "simt", "host", "facts"]
+           "peaks", "systolic", "simt", "host", "facts", "matmul", "mfu"]
 
 
 def __getattr__(name: str):

@@ -36,6 +36,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "roofline": ("x4lib.roofline", "peak, memory bandwidth and ridge point of a device"),
     "train-estimate": ("x4lib.economics", "time, cost and power of a training run (6·N·D)"),
     "collective-predict": ("x4lib.collectives", "predicted time, algbw and busbw of a collective on a cluster"),
+    "matmul-predict": ("x4lib.matmul", "achievable rate of an MxNxK matmul on a device (tiles, waves, clock, overhead)"),
     "nccl-parse": ("x4lib.nccl_log", "read an nccl-tests / rccl-tests log, check it, print JSON or CSV"),
     "check-claims": ("x4lib.claims", "check that every number in the book's prose is glued or cited"),
     "doctor": ("x4lib.doctor", "is my number right? measure here or read logs, name the likely cause of a gap"),

@@ -35,7 +35,7 @@ METHOD_VERSION = 1
 J_PER_KWH = 3.6e6
 POWER_SCOPES = {
     "gpu": ("tdp_w", "accelerator TDP only (chip/module maximum): excludes CPUs, NICs, fans, "
-                     "switches; the usual back-of-envelope convention, and the one every catalog device has"),
+                     "switches; the usual back-of-envelope convention, and the scope vendors publish most often"),
     "server": ("server_power_w_per_gpu", "whole-server maximum power divided by its accelerators "
                                          "(CPUs, memory, NICs, fans included); network switches excluded"),
 }

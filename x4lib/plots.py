@@ -41,7 +41,7 @@ def new_axes(figsize=FIGSIZE):
     return fig, ax
 
 
-def _finish(ax, xlabel: str, ylabel: str, legend_below: bool = False) -> None:
+def _finish(ax, xlabel: str, ylabel: str, legend_below: bool = False, ncols: int = 2) -> None:
     ax.set_xlabel(xlabel, fontsize=LABEL_PT)
     ax.set_ylabel(ylabel, fontsize=LABEL_PT)
     ax.tick_params(labelsize=TICK_PT)
@@ -54,7 +54,7 @@ def _finish(ax, xlabel: str, ylabel: str, legend_below: bool = False) -> None:
     for old in list(ax.figure.legends):
         old.remove()
     if legend_below or len(handles) > 4:  # under the figure: the axes keep the full width
-        ax.figure.legend(handles, labels, fontsize=LEGEND_PT, loc="outside lower center", ncols=2, frameon=False)
+        ax.figure.legend(handles, labels, fontsize=LEGEND_PT, loc="outside lower center", ncols=ncols, frameon=False)
     else:
         ax.legend(fontsize=LEGEND_PT, loc="lower right")
 
@@ -397,4 +397,49 @@ def prediction_bars(ax, rows, cases, devices):
     ax.set_yscale("log")
     ax.set_xticks(range(len(cases)), [text(c) for c in cases])
     _finish(ax, "matmul (given shapes)", "predicted time (µs)", legend_below=True)
+    return ax
+
+
+def predicted_vs_measured(ax, series, band: float = 0.15, annotate: bool = True):
+    """Predicted against measured rate (TFLOP/s, log-log): series = [(kind, label, points {x: measured,
+    y: predicted, label})], others' measurements hollow and cited in their label; the dashed diagonal is a perfect
+    prediction and the dotted lines ±``band``. ``annotate`` writes each point's ``label`` once, beside it."""
+    xs = [p["x"] for _, _, pts in series for p in pts] + [p["y"] for _, _, pts in series for p in pts]
+    lo, hi = min(xs) / 1.4, max(xs) * 1.4
+    line = np.array([lo, hi])
+    ax.loglog(line, line, linestyle="--", color="0.3", linewidth=1.0, label="prediction = measurement")
+    for f in (1 - band, 1 + band):
+        ax.loglog(line, line * f, linestyle=":", color="0.5", linewidth=1.0)
+    ax.plot([], [], linestyle=":", color="0.5", label=text(f"±{band:.0%}"))
+    seen = set()
+    for kind, label, pts in series:
+        points(ax, pts, kind, label)
+        if annotate:
+            for p in pts:
+                if p.get("label") and p["label"] not in seen:
+                    seen.add(p["label"])
+                    ax.annotate(text(p["label"]), (p["x"], p["y"]), textcoords="offset points", xytext=(5, -3),
+                                fontsize=NOTE_PT - 1, color="0.25")
+    ax.set_xlim(lo, hi)
+    ax.set_ylim(lo, hi)
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+    for axis in (ax.xaxis, ax.yaxis):
+        axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+        axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))
+        axis.set_minor_formatter(NullFormatter())
+    _finish(ax, "measured by others (TFLOP/s)", "predicted (TFLOP/s)", legend_below=True, ncols=1)
+    return ax
+
+
+def rate_vs_size(ax, series, xlabel: str = "matrix size n of an n³ matmul", ylabel: str = "rate (TFLOP/s)"):
+    """Rate against matrix size (log-log, x in powers of two): series = [(kind, label, points {x, y})], kinds as
+    in :data:`POINT_STYLES` (a model prediction dashed, others' points hollow and cited). Series whose labels start
+    with the same word (a device id) share a colour."""
+    colors: dict[str, str] = {}
+    for kind, label, pts in series:
+        color = colors.setdefault(label.split()[0], f"C{len(colors)}")
+        points(ax, pts, kind, label, color=color)
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    _finish(ax, xlabel, ylabel, legend_below=True, ncols=1)
     return ax

@@ -61,8 +61,11 @@ def givens_rows() -> list[dict]:
 
 def sourced_overrides(device: str = "h100-sxm") -> dict:
     """Overrides for :func:`estimate_quiz` that replace the round-number givens by sourced values,
-    and count whole-server power where the catalog has it (as Epoch AI's cost model does)."""
+    and count whole-server power where the catalog has it (as Epoch AI's cost model does). Llama 3's MFU counts
+    attention FLOP; it is converted to this page's 6ND convention (x4lib.mfu.llama3_mfu_6nd)."""
+    from x4lib import mfu
     over = {k: sourced_value(k, device)["value"] for k in SOURCED_KEYS}
+    over["mfu"] = mfu.llama3_mfu_6nd()[0]
     if "server_power_w_per_gpu" in specs.get(device).values:
         over["power_scope"] = "server"
     return over
@@ -75,13 +78,27 @@ def sourced_rows(device: str = "h100-sxm") -> list[dict]:
     rows = []
     for k in SOURCED_KEYS:
         v = sourced_value(k, device)
-        rows.append({"quantity": k, "quiz given": str(g[k]), "sourced": str(v["value"]), "unit": v["unit"],
+        shown = str(v["value"])
+        if k == "mfu":
+            from x4lib import mfu
+            shown = f"{v['value']} (attention counted); {mfu.llama3_mfu_6nd()[0]:.3f} in 6ND terms"
+        rows.append({"quantity": k, "quiz given": str(g[k]), "sourced": shown, "unit": v["unit"],
                      "source": v["source"], "accessed": v["accessed"]})
+        if k == "pue":
+            h = economics_ref("pue_hyperscaler")
+            rows.append({"quantity": "pue (hyperscale fleet)", "quiz given": str(g[k]), "sourced": str(h["value"]),
+                         "unit": h["unit"], "source": h["source"], "accessed": h["accessed"]})
     server = specs.get(device).get("server_power_w_per_gpu")
     if server:
         rows.append({"quantity": "power_scope", "quiz given": str(g["power_scope"]), "sourced": "server",
                      "unit": f"{server.value:g} W per GPU", "source": server.source, "accessed": server.accessed})
     return rows
+
+
+def economics_ref(key: str) -> Mapping:
+    """A reference point of x4lib/data/economics.yaml: {value, unit, source, accessed, note}."""
+    from x4lib import economics
+    return economics.sourced()["reference_points"][key]
 
 
 def training_explorer():
@@ -110,6 +127,93 @@ def training_explorer():
         mfu=w.FloatSlider(value=g["mfu"], min=0.05, max=1.0, step=0.05, description="MFU"),
         usd_per_gpu_hour=w.FloatText(value=g["usd_per_gpu_hour"], description="USD/GPU-h"),
     )
+
+
+# --------------------------------------------------------------------- achievable rates and the MFU budget
+
+def tdp_coverage() -> dict:
+    """How many catalog entries publish a maximum power (tdp_w), and the ids of those that do not."""
+    cat = specs.load_catalog()
+    missing = [d.id for d in cat.values() if "tdp_w" not in d.values]
+    return {"with": len(cat) - len(missing), "total": len(cat), "without": missing}
+
+
+def gaudi3_peaks(dtype: str = "bf16") -> dict:
+    """Gaudi 3's dense peak at the clock Intel's figure assumes and at the shipping clock (x4lib/data/matmul.yaml),
+    in TFLOP/s and MHz, with the source of the shipping clock."""
+    from x4lib import matmul
+    dev = specs.get("gaudi3")
+    clk = matmul.clock_for("gaudi3", dtype)
+    return {"planned_tflops": dev.values[dev.peak_field(dtype)].value, "planned_mhz": dev.peak_basis["clock_mhz"],
+            "shipping_mhz": clk.sustained_hz / 1e6,
+            "shipping_tflops": specs.peak_from_basis(dev, dtype, clk.sustained_hz) / 1e12, "source": clk.source}
+
+
+def quiz_budget():
+    """The MFU budget of the quiz run on H100 SXM (x4lib.mfu, layout assumptions in givens.yaml quiz_run)."""
+    from x4lib import mfu
+    return mfu.budget(mfu.quiz_run(), "h100-sxm", "bf16")
+
+
+def achievable_mfu(device: str, dtype: str = "bf16") -> float:
+    """A device's own matmul efficiency on the quiz's layer shapes (x4lib.matmul) times the quiz budget's
+    non-matmul factor: everything but the matmuls is assumed to cost the same share on every device."""
+    from x4lib import mfu
+    return mfu.matmul_efficiency(mfu.quiz_run(), device, dtype) * quiz_budget().non_matmul_factor
+
+
+def achievable_rows(devices, dtype: str = "bf16") -> list[dict]:
+    """Per device: dense peak, matmul efficiency on the quiz's shapes, MFU (own matmul fraction × the same
+    non-matmul factor), useful TFLOP/s per GPU, and the rank by peak and by useful rate."""
+    from x4lib import mfu
+    run = mfu.quiz_run()
+    factor = quiz_budget().non_matmul_factor
+    rows = []
+    for d in devices:
+        peak = specs.get(d).peak_flop_per_s(dtype) / 1e12
+        e = mfu.matmul_efficiency(run, d, dtype)
+        rows.append({"device": d, "dense peak (TFLOP/s)": peak, "matmul efficiency": e, "MFU": e * factor,
+                     "useful (TFLOP/s)": peak * e * factor,
+                     "days": estimate_quiz(device=d, mfu=e * factor).wall_clock_days})
+    for key, rank in (("dense peak (TFLOP/s)", "rank by peak"), ("useful (TFLOP/s)", "rank by useful rate")):
+        for r in rows:  # competition ranking; values within 1 % of each other (the same silicon) share a rank
+            r[rank] = 1 + sum(o[key] > 1.01 * r[key] for o in rows)
+    return rows
+
+
+def days_curve_achievable(device: str, gpu_counts) -> list[float]:
+    """Wall-clock days of the quiz run at the device's own achievable MFU (:func:`achievable_mfu`)."""
+    return days_curve(device, gpu_counts, mfu=achievable_mfu(device))
+
+
+def budget_table():
+    from x4lib.tables import Col, table
+    return table(quiz_budget().rows(), {"term": Col("where the time goes", wrap=True),
+                                        "s per step": Col("per step", "s", "{:.2f}"),
+                                        "share of step": Col("share of the step", fmt="{:.1%}"),
+                                        "basis": Col("source or computation", wrap=True)})
+
+
+def achievable_table(devices):
+    from x4lib.tables import Col, table
+    return table(achievable_rows(devices), {
+        "device": "device", "dense peak (TFLOP/s)": Col("dense BF16 peak", "TFLOP/s", "{:,.0f}"),
+        "matmul efficiency": Col("matmul efficiency", fmt="{:.0%}"), "MFU": Col("MFU", fmt="{:.0%}"),
+        "useful (TFLOP/s)": Col("useful rate", "TFLOP/s per GPU", "{:,.0f}"),
+        "days": Col("quiz run", "days", "{:,.1f}"), "rank by peak": "rank by peak",
+        "rank by useful rate": "rank by useful rate"})
+
+
+def pue_overrides(which: str) -> dict:
+    """Sourced overrides with the survey-average PUE (``survey``, economics.yaml defaults) or the hyperscale fleet
+    figure (``hyperscale``, reference_points.pue_hyperscaler)."""
+    from x4lib import economics
+    over = sourced_overrides()
+    if which == "hyperscale":
+        over["pue"] = economics.sourced()["reference_points"]["pue_hyperscaler"]["value"]
+    elif which != "survey":
+        raise ValueError(f"which must be 'survey' or 'hyperscale', got {which!r}")
+    return over
 
 
 # ------------------------------------------------------------------------------------------------- tables
@@ -158,7 +262,7 @@ def catalog_table(device_ids: list[str]):
     return table(specs.summary_rows(device_ids), {
         "id": "id", "name": Col("name", wrap=True), "BF16 dense (TFLOP/s)": Col("BF16 dense", "TFLOP/s", "{:,.0f}"),
         "FP8 dense (TFLOP/s)": Col("FP8 dense", "TFLOP/s", "{:,.0f}"),
-        "memory (GB, vendor)": Col("memory, as the vendor states it", "GB", "{:,.0f}"),
+        "memory (GB, vendor)": Col("memory, the vendor's label", "GB as printed", "{:,.0f}"),
         "memory bw (GB/s)": Col("memory bandwidth", "GB/s", "{:,.0f}"), "max power (W)": Col("max power", "W", "{:,.0f}")})
 
 

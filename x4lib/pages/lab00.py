@@ -11,7 +11,9 @@ import dataclasses
 import json
 from pathlib import Path
 
-from x4lib import kernels, published, specs
+import numpy as np
+
+from x4lib import kernels, matmul, published, specs
 from x4lib import roofline as rl
 from x4lib.runs import Run
 
@@ -216,19 +218,59 @@ def i5_peaks_tflops(dtype: str = "fp32") -> dict:
             "base_ghz": dev.values["base_clock_ghz"].value, "max_turbo_ghz": dev.values["max_turbo_ghz"].value}
 
 
-def predicted_points(roof: rl.Roofline, sizes=SQUARE_SWEEP) -> list[dict]:
-    """Model prediction (roofline) for square n³ matmuls of the roof's dtype: {x: FLOP/B, y: TFLOP/s}."""
-    b = kernels.DTYPE_BYTES[roof.dtype]
-    out = []
-    for n in sizes:
-        pt = rl.point(kernels.matmul_flop(n, n, n), kernels.matmul_bytes(n, n, n, b), roof)
-        out.append({"x": pt.intensity_flop_per_B, "y": pt.attainable_flop_per_s / 1e12, "shape": f"{n}³"})
-    return out
+def _points(preds) -> list[dict]:
+    return [{"x": kernels.matmul_intensity(p.m, p.n, p.k, kernels.DTYPE_BYTES[p.target.dtype]),
+             "y": p.rate_flop_per_s / 1e12, "shape": f"{p.m}³"} for p in preds]
 
 
-def _shape_prediction_tflops(roof: rl.Roofline, m: int, n: int, k: int) -> float:
-    b = kernels.DTYPE_BYTES[roof.dtype]
-    return rl.point(kernels.matmul_flop(m, n, k), kernels.matmul_bytes(m, n, k, b), roof).attainable_flop_per_s / 1e12
+def device_target(device_id: str, dtype: str) -> matmul.Target:
+    """The matmul model's view of a catalog device, with the i5-8250U's DRAM peak as this page uses it
+    (:func:`i5_memory_bw_Bps`)."""
+    tg = matmul.target(device_id, dtype)
+    return dataclasses.replace(tg, memory_bw_Bps=i5_memory_bw_Bps()) if device_id == "i5-8250u" else tg
+
+
+def device_roofline(device_id: str, dtype: str) -> rl.Roofline:
+    """The catalog roofline, or for the i5-8250U the one with its DRAM peak (:func:`i5_roofline`)."""
+    return i5_roofline(dtype) if device_id == "i5-8250u" else rl.for_device(device_id, dtype)
+
+
+def predicted_points(device_id: str, dtype: str, sizes=SQUARE_SWEEP) -> list[dict]:
+    """The matmul model's prediction (x4lib.matmul) for square n³ matmuls on a catalog device: {x: FLOP/B,
+    y: TFLOP/s}."""
+    tg = device_target(device_id, dtype)
+    eta = matmul.eta_for(tg.family.id)
+    return _points([matmul.predict_target(tg, n, n, n, eta) for n in sizes])
+
+
+def run_target(run: Run, dtype: str) -> matmul.Target | None:
+    """The matmul model's view of a run's machine: a catalog device as the catalog has it; a CPU with the peak and
+    memory roof the page judges it against (:func:`run_roofline`) and its physical cores."""
+    cat = run.device.get("catalog_id")
+    if run.device["kind"] != "cpu" and cat:
+        try:
+            return matmul.target(cat, dtype)
+        except (matmul.NoModelError, specs.UnsupportedDtypeError):
+            return None
+    roof = run_roofline(run, dtype)
+    if roof is None or run.device["kind"] != "cpu":
+        return None
+    return matmul.cpu_target(run.device_label, dtype, roof.peak_flop_per_s, roof.memory_bw_Bps,
+                             run.device["cpu"]["physical_cores"])
+
+
+def run_prediction(run: Run, dtype: str, m: int, n: int, k: int) -> matmul.Prediction | None:
+    tg = run_target(run, dtype)
+    if tg is None:
+        return None
+    return matmul.predict_target(tg, m, n, k, matmul.eta_for(tg.family.id))
+
+
+def predicted_points_run(run: Run, dtype: str, sizes=None) -> list[dict]:
+    """The matmul model for the square shapes a run measured, on the run's machine."""
+    sizes = sizes or sorted({r["m"] for r in matmul_rows(run, dtype) if r["m"] == r["n"] == r["k"]})
+    preds = [run_prediction(run, dtype, s, s, s) for s in sizes]
+    return _points([p for p in preds if p])
 
 
 def panel_for_run(run: Run, dtype_list=None) -> tuple[list, list]:
@@ -239,6 +281,9 @@ def panel_for_run(run: Run, dtype_list=None) -> tuple[list, list]:
         if roof is None:
             continue
         roofs.append(roof)
+        pred = predicted_points_run(run, d)
+        if pred:
+            series.append(("prediction", f"{d} matmul model (n³)", pred))
         series.append(("ours", f"{d} measured: {run.device_label}", measured_points(run, d)))
     return roofs, series
 
@@ -250,11 +295,11 @@ def panel_for_device(device_id: str, dtype_list, runs=()) -> tuple[list, list]:
     roofs, series = [], []
     for d in dtype_list:
         try:
-            roof = rl.for_device(dev, d)
+            roof = device_roofline(device_id, d)
         except specs.UnsupportedDtypeError:
             continue
         roofs.append(roof)
-        series.append(("prediction", f"{d} model prediction (n³ sweep)", predicted_points(roof)))
+        series.append(("prediction", f"{d} matmul model (n³)", predicted_points(device_id, d)))
         for m in published.measurements(device_id, "matmul", d):
             s = m.get("shape") or {}
             x = kernels.matmul_intensity(s["m"], s["n"], s["k"], kernels.DTYPE_BYTES[d]) if s \
@@ -268,13 +313,21 @@ def panel_for_device(device_id: str, dtype_list, runs=()) -> tuple[list, list]:
 
 # ----------------------------------------------------------------------------------------------- gap table
 
+def _roofline_tflops(roof: rl.Roofline, m: int, n: int, k: int) -> float:
+    b = kernels.DTYPE_BYTES[roof.dtype]
+    return rl.point(kernels.matmul_flop(m, n, k), kernels.matmul_bytes(m, n, k, b), roof).attainable_flop_per_s / 1e12
+
+
 @dataclasses.dataclass(frozen=True)
 class GapRow:
+    """One row of the gap table: the peak, what the roofline allows for the shape, what the matmul model predicts
+    (x4lib.matmul), and the measured best (ours or others'), all in TFLOP/s."""
     device: str
     dtype: str
     peak_tflops: float
     peak_source: str
-    predicted_tflops: float
+    roofline_tflops: float
+    achievable_tflops: float | None
     measured_tflops: float | None
     measured_by: str
     shape: str
@@ -286,44 +339,66 @@ class GapRow:
     def to_row(self) -> dict:
         return {"device": self.device, "dtype": self.dtype, "peak (TFLOP/s)": self.peak_tflops,
                 "peak source": self.peak_source, "shape": self.shape,
-                "model prediction (TFLOP/s)": self.predicted_tflops, "measured best (TFLOP/s)": self.measured_tflops,
-                "measured by": self.measured_by, "efficiency": self.efficiency}
+                "roofline (TFLOP/s)": self.roofline_tflops, "predicted achievable (TFLOP/s)": self.achievable_tflops,
+                "measured best (TFLOP/s)": self.measured_tflops, "measured by": self.measured_by,
+                "efficiency": self.efficiency}
 
 
 def gap_for_run(run: Run, dtype: str) -> GapRow | None:
-    """Our best measured shape of ``dtype`` in a run against its roofline prediction."""
+    """Our best measured shape of ``dtype`` in a run against its roofline and the matmul model."""
     roof, b, pk = run_roofline(run, dtype), best(run, dtype), peak(run, dtype)
     if roof is None or b is None:
         return None
-    return GapRow(run.device_label, dtype, pk.tflops, pk.source, _shape_prediction_tflops(roof, b["m"], b["n"], b["k"]),
-                  b["tflops_best"], f"us ({run.run_id})", f"{b['m']}×{b['n']}×{b['k']}")
+    pred = run_prediction(run, dtype, b["m"], b["n"], b["k"])
+    return GapRow(run.device_label, dtype, pk.tflops, pk.source, _roofline_tflops(roof, b["m"], b["n"], b["k"]),
+                  pred.rate_flop_per_s / 1e12 if pred else None, b["tflops_best"], f"us ({run.run_id})",
+                  f"{b['m']}×{b['n']}×{b['k']}")
 
 
 def gap_for_published(device_id: str, dtype: str) -> list[GapRow]:
-    """Others' best published matmul on a catalog device against its roofline (cited, theirs)."""
+    """Others' best published matmuls on a catalog device (cited, theirs) against the roofline and the matmul
+    model; the model's η is calibrated without this device (leave-one-out), so it never predicts its own answer."""
     dev = specs.get(device_id)
     roof = rl.for_device(dev, dtype)
     rows = []
-    for m in published.measurements(device_id, "matmul", dtype):
-        s = m.get("shape") or {}
-        pred = _shape_prediction_tflops(roof, s["m"], s["n"], s["k"]) if s else roof.peak_flop_per_s / 1e12
-        rows.append(GapRow(dev.name, dtype, roof.peak_flop_per_s / 1e12, dev.values[roof.peak_field].source, pred,
-                           m["value"], f"{m['source']} (theirs)", "×".join(str(s[x]) for x in "mnk") if s else
-                           "best found"))
+    for c in matmul.leave_one_out():
+        meas = c.measurement
+        if meas.device != device_id or meas.dtype != dtype:
+            continue
+        p = c.prediction
+        rows.append(GapRow(dev.name, dtype, roof.peak_flop_per_s / 1e12, dev.values[roof.peak_field].source,
+                           _roofline_tflops(roof, p.m, p.n, p.k), p.rate_flop_per_s / 1e12,
+                           meas.rate_flop_per_s / 1e12, f"{meas.source} (theirs)", meas.shape_text))
     return rows
 
 
+def i5_memory_bw_Bps() -> float:
+    """The i5-8250U's DRAM peak in B/s: channels × 8 B per transfer (a 64-bit DDR4 channel) × transfers per s."""
+    dev = specs.get("i5-8250u")
+    return dev.values["memory_channels"].value * 8 * dev.values["dram_mt_s"].si
+
+
+def i5_roofline(dtype: str = "fp32") -> rl.Roofline:
+    """The i5-8250U's roofline at its base clock with the DRAM peak of :func:`i5_memory_bw_Bps` (38.4 GB/s, not
+    Intel's 37.5, which divides 38,400 MB/s by 1024: a mixed decimal/binary figure)."""
+    dev = specs.get("i5-8250u")
+    return rl.Roofline(dev.id, dtype, dev.peak_field(dtype), dev.peak_flop_per_s(dtype), i5_memory_bw_Bps())
+
+
 def gap_for_prediction(device_id: str, dtype: str, n: int = 8192) -> GapRow:
-    """A device we have not run on: only the model prediction for an n³ matmul."""
+    """A device we have not run on: only the model predictions for an n³ matmul."""
     dev = specs.get(device_id)
-    roof = rl.for_device(dev, dtype)
+    roof = device_roofline(device_id, dtype)
+    tg = device_target(device_id, dtype)
+    p = matmul.predict_target(tg, n, n, n, matmul.eta_for(tg.family.id))
     return GapRow(dev.name, dtype, roof.peak_flop_per_s / 1e12, dev.values[roof.peak_field].source,
-                  _shape_prediction_tflops(roof, n, n, n), None, "not run (prediction only)", f"{n}×{n}×{n}")
+                  _roofline_tflops(roof, n, n, n), p.rate_flop_per_s / 1e12, None, "not run (prediction only)",
+                  f"{n}×{n}×{n}")
 
 
 def gap_rows(runs, this: Run | None) -> list[dict]:
-    """The lab's gap table: our runs (full sweeps, and the run shown), others' published best shapes, and the
-    prediction for the laptop CPU nobody has run yet."""
+    """The lab's gap table: our runs (full sweeps, and the run shown), others' published best shapes on the lab's
+    two GPUs, and the prediction for the laptop CPU nobody has run yet."""
     gaps = [g for r in runs if not r.quick or r is this for d in ("fp32", "bf16", "tf32", "fp8_e4m3")
             if (g := gap_for_run(r, d))]
     gaps += gap_for_published("a100-sxm-80gb", "bf16") + gap_for_published("h100-sxm", "bf16")
@@ -349,6 +424,154 @@ def memory_gaps(runs=()) -> list[dict]:
                   "measured (GB/s)": m["gb_s_best"], "fraction": m["gb_s_best"] / bw,
                   "measured by": f"us ({run.run_id})"} for m in memory_rows(run)]
     return rows
+
+
+# ------------------------------------------------------------------------------- the matmul model, validated
+
+def family_rows() -> list[dict]:
+    """The model's constants per family (x4lib/data/matmul.yaml) and the η calibrated now, for a table."""
+    from x4lib.tables import fmt_list
+    c = matmul.constants()
+    rows = []
+    for fam in c.families.values():
+        units = sorted({matmul._units(specs.get(d), fam) for d in fam.devices})
+        by_dev: dict[str, list[float]] = {}
+        for k in fam.clocks:
+            by_dev.setdefault(k.device, []).append(k.sustained_hz / 1e6)
+        clocks = [f"{d} {min(v):.0f} MHz" if min(v) == max(v) else f"{d} {min(v):.0f}–{max(v):.0f} MHz"
+                  for d, v in by_dev.items()]
+        eta = matmul.eta_for(fam.id)
+        rows.append({
+            "family": fam.name, "units": f"{fmt_list(units)} {fam.unit_name}s",
+            "tiles": fmt_list(f"{a}×{b}" for a, b in fam.tiles["default"]) if fam.tiles_modelled else "not modelled",
+            "sourced clocks": fmt_list(clocks) if clocks else "none published",
+            "t0 (µs)": fam.overhead_s * 1e6, "tL (µs)": fam.launch_floor_s * 1e6 or None, "η": eta.value,
+            "η from": {"family": "its devices", "other families": "other families",
+                       "uncalibrated": "not calibrated"}[eta.how]})
+    return rows
+
+
+def validation_rows(use_clock: bool = True) -> list[dict]:
+    """Every published best-shape rate against the leave-one-device-out prediction (x4lib.matmul.leave_one_out)."""
+    out = []
+    for c in matmul.leave_one_out(use_clock):
+        m = c.measurement
+        out.append({"device": specs.get(m.device).name, "dtype": m.dtype, "shape": m.shape_text,
+                    "how found": m.search, "measured (TFLOP/s)": c.measured_flop_per_s / 1e12,
+                    "predicted (TFLOP/s)": c.predicted_flop_per_s / 1e12, "error": c.error,
+                    "measured by": f"{m.source} (theirs)", "id": m.id, "device_id": m.device})
+    return out
+
+
+def validation_by_device(use_clock: bool = True) -> list[dict]:
+    """One row per accelerator: its rows, median and worst error of the leave-one-out predictions."""
+    by: dict[str, list[dict]] = {}
+    for r in validation_rows(use_clock):
+        by.setdefault(r["device_id"], []).append(r)
+    out = []
+    for dev_id, rows in by.items():
+        errs = sorted((r["error"] for r in rows), key=abs)
+        out.append({"device": rows[0]["device"], "published rates": len(rows),
+                    "median |error|": float(np.median([abs(e) for e in errs])), "largest error": errs[-1],
+                    "calibrated on": matmul.eta_for(matmul.constants().family_of(dev_id).id,
+                                                    frozenset({dev_id}), use_clock).how})
+    return out
+
+
+@dataclasses.dataclass(frozen=True)
+class ValidationSummary:
+    """The validation's headline (fractions, not %), with and without the sourced sustained clocks."""
+    n_rows: int
+    n_devices: int
+    median_abs_error: float
+    median_abs_error_by_device: float
+    worst_id: str
+    worst_error: float
+    no_clock_median_abs_error: float
+    per_device: dict
+    per_device_no_clock: dict
+
+
+def validation_summary() -> ValidationSummary:
+    s = matmul.summarise(matmul.leave_one_out())
+    s0 = matmul.summarise(matmul.leave_one_out(use_clock=False))
+    return ValidationSummary(s.n_rows, s.n_devices, s.median_abs_error, s.median_abs_error_by_device,
+                             s.worst.measurement.id, s.worst.error, s0.median_abs_error, dict(s.per_device),
+                             dict(s0.per_device))
+
+
+def validation_series() -> list[tuple[str, str, list[dict]]]:
+    """(kind, label, points {x: measured, y: predicted, label}) per source, for the predicted-against-measured
+    figure: others' measurements, hollow, cited in the label."""
+    groups: dict[str, list[dict]] = {}
+    for c in matmul.leave_one_out():
+        m = c.measurement
+        groups.setdefault(m.source, []).append({"x": c.measured_flop_per_s / 1e12, "y": c.predicted_flop_per_s / 1e12,
+                                                "label": m.device})
+    return [("theirs", f"published by others [{key}]", pts) for key, pts in groups.items()]
+
+
+def sweep_series(sweep_id: str) -> list[tuple[str, str, list[dict]]]:
+    """A published shape sweep (hollow, cited; a digitised one says so) beside the model's prediction (dashed),
+    as {x: n, y: TFLOP/s}."""
+    sw = next(s for s in published.load()["matmul_sweeps"] if s["id"] == sweep_id)
+    sizes = [p[0] for p in sw["points"]]
+    kind_label = "digitised from the figure" if sw.get("digitized") else "published"
+    pts = matmul.square_sweep(sw["device"], sw["dtype"], sizes)
+    return [("theirs", f"{sw['device']} {sw['dtype']} {kind_label} [{sw['source']}]",
+             [{"x": n, "y": v} for n, v in sw["points"]]),
+            ("prediction", f"{sw['device']} {sw['dtype']} matmul model",
+             [{"x": p.m, "y": p.rate_flop_per_s / 1e12} for p in pts])]
+
+
+def sweep_checks() -> list[dict]:
+    """Per published sweep: its points against the model (median and largest |error|). A digitised sweep is
+    summarised the same way but flagged; its values are never tabulated."""
+    out = []
+    for sw in published.load()["matmul_sweeps"]:
+        preds = matmul.square_sweep(sw["device"], sw["dtype"], [p[0] for p in sw["points"]])
+        errs = [p.rate_flop_per_s / 1e12 / v - 1 for p, (_, v) in zip(preds, sw["points"])]
+        small = [e for (n, _), e in zip(sw["points"], errs) if n <= 1024]
+        large = [e for (n, _), e in zip(sw["points"], errs) if n >= 4096]
+        out.append({"sweep": sw["id"], "device": sw["device"], "dtype": sw["dtype"],
+                    "sizes": f"{sw['points'][0][0]}³ to {sw['points'][-1][0]}³ ({len(errs)})",
+                    "median |error|": float(np.median(np.abs(errs))),
+                    "error at n ≤ 1024": float(np.median(small)) if small else None,
+                    "median error at n ≥ 4096": float(np.median(large)) if large else None,
+                    "digitized": bool(sw.get("digitized")), "source": sw["source"]})
+    return out
+
+
+def cpu_shape_rows(run: Run, dtype: str = "fp32") -> list[dict]:
+    """A CPU run's square shapes: measured rate and model rate, each as a fraction of its own best (the shape
+    dependence, free of the unknown sustained clock of a virtual machine)."""
+    rows = [r for r in matmul_rows(run, dtype) if r["m"] == r["n"] == r["k"]]
+    preds = [run_prediction(run, dtype, r["m"], r["m"], r["m"]) for r in rows]
+    if not rows or not all(preds):
+        return []
+    top_m = max(r["tflops_best"] for r in rows)
+    top_p = max(p.rate_flop_per_s for p in preds)
+    return [{"shape": f"{r['m']}³", "measured / best measured": r["tflops_best"] / top_m,
+             "model / best model": p.rate_flop_per_s / top_p, "model bound": p.bound}
+            for r, p in sorted(zip(rows, preds), key=lambda x: x[0]["m"])]
+
+
+def roof_ratios() -> dict:
+    """How far the lab's GPU roofs sit above the i5-8250U's: compute (dense BF16 against FP32 at base clock) and
+    memory (datasheet HBM against the DDR4 peak), as plain ratios."""
+    i5 = i5_roofline("fp32")
+    out = {}
+    for dev in ("a100-sxm-80gb", "h100-sxm"):
+        g = rl.for_device(dev, "bf16")
+        out[dev] = {"compute": g.peak_flop_per_s / i5.peak_flop_per_s, "memory": g.memory_bw_Bps / i5.memory_bw_Bps}
+    return out
+
+
+def original_budget() -> dict:
+    """The original module's lab budget (givens.yaml ``lab00_budget``): stated prices, not quotes."""
+    import yaml
+    from x4lib import economics
+    return dict(yaml.safe_load(economics.GIVENS_PATH.read_text(encoding="utf-8"))["lab00_budget"])
 
 
 # ------------------------------------------------------------------------------------------------ budget
@@ -402,10 +625,13 @@ def roofline_explorer():
         if dtype not in dev.dtypes():
             print(f"{device} has no published {dtype} peak; it has: {', '.join(dev.dtypes())}")
             return
-        roof = rl.for_device(dev, dtype)
+        roof = device_roofline(device, dtype)
+        try:
+            series = [("prediction", f"{dtype} matmul model (n³)", predicted_points(device, dtype))]
+        except matmul.NoModelError:
+            series = []  # no family of the matmul model covers this device: the roofline alone
         fig, ax = plots.new_axes()
-        plots.roofline_panel(ax, [roof], [("prediction", f"{dtype} model prediction (n³ sweep)",
-                                           predicted_points(roof))])
+        plots.roofline_panel(ax, [roof], series)
         plt.show()
 
     return w.interactive(show, device=w.Dropdown(options=ids, value="h100-sxm", description="device"),
@@ -437,7 +663,8 @@ def gap_table(runs, this: Run | None):
     return table(gap_rows(runs, this), {
         "device": Col("device", wrap=True), "dtype": "dtype", "peak (TFLOP/s)": Col("peak", "TFLOP/s", "{:,.4g}"),
         "peak source": "peak source", "shape": "shape",
-        "model prediction (TFLOP/s)": Col("model prediction", "TFLOP/s", "{:,.4g}"),
+        "roofline (TFLOP/s)": Col("roofline", "TFLOP/s", "{:,.4g}"),
+        "predicted achievable (TFLOP/s)": Col("predicted achievable", "TFLOP/s", "{:,.4g}"),
         "measured best (TFLOP/s)": Col("measured best", "TFLOP/s", "{:,.4g}"),
         "measured by": Col("measured by", wrap=True), "efficiency": Col("efficiency", fmt="{:.0%}")})
 
@@ -456,3 +683,47 @@ def rental_table():
     return table(rental_rows(), {"device": "device", "listing": Col("listing", wrap=True),
                                  "USD per GPU-hour": Col("price", "USD per GPU-hour", "{:.2f}"), "source": "source",
                                  "accessed": "accessed"})
+
+
+def family_table():
+    from x4lib.tables import Col, table
+    return table(family_rows(), {
+        "family": Col("family", wrap=True), "units": Col("parallel units", wrap=True), "tiles": Col("tiles", wrap=True),
+        "sourced clocks": Col("sourced clocks", wrap=True), "t0 (µs)": Col("t₀", "µs", "{:.0f}"),
+        "tL (µs)": Col("launch floor", "µs", "{:.1f}"),
+        "η": Col("η", fmt="{:.3f}"), "η from": "η calibrated on"})
+
+
+def validation_table(use_clock: bool = True):
+    """Per accelerator (compact), with every published rate and its prediction collapsed below."""
+    from x4lib.tables import Col, table, with_details
+    compact = table(validation_by_device(use_clock), {
+        "device": Col("device", wrap=True), "published rates": "published rates",
+        "median |error|": Col("median |error|", fmt="{:.1%}"), "largest error": Col("largest error", fmt="{:+.1%}"),
+        "calibrated on": "η calibrated on"})
+    full = table(validation_rows(use_clock), {
+        "device": Col("device", wrap=True), "dtype": "dtype", "shape": Col("shape", wrap=True),
+        "how found": Col("how the shape was found", wrap=True),
+        "measured (TFLOP/s)": Col("measured", "TFLOP/s", "{:,.0f}"),
+        "predicted (TFLOP/s)": Col("predicted", "TFLOP/s", "{:,.0f}"), "error": Col("error", fmt="{:+.1%}"),
+        "measured by": Col("measured by", wrap=True)})
+    return with_details(compact, full, "Every published rate, measured and predicted (leave-one-device-out)")
+
+
+def sweep_table():
+    """Published sweeps measured by others against the model (the digitised sweep is left to the figure)."""
+    from x4lib.tables import Col, table
+    rows = [r for r in sweep_checks() if not r["digitized"]]
+    return table(rows, {"device": "device", "dtype": "dtype", "sizes": "square sizes",
+                        "median |error|": Col("median |error|", fmt="{:.0%}"),
+                        "error at n ≤ 1024": Col("error at 1024³ and below", fmt="{:+.0%}"),
+                        "median error at n ≥ 4096": Col("median error from 4096³", fmt="{:+.0%}"),
+                        "source": "measured by (theirs)"})
+
+
+def cpu_shape_table(run: Run, dtype: str = "fp32"):
+    from x4lib.tables import Col, table
+    return table(cpu_shape_rows(run, dtype), {
+        "shape": "shape", "measured / best measured": Col("measured / best measured", fmt="{:.2f}"),
+        "model / best model": Col("model / best model", fmt="{:.2f}"), "model bound": "model: bound by"})
+
