@@ -339,16 +339,26 @@ def test_gpu_matmul_rules_against_the_catalog():
     assert [f.rule.id for f in doctor.matmul_checks(sparse["device"], sparse, "run")] == ["rate-above-peak"]
 
 
-def test_expected_matmul_is_the_roofline_of_the_shape():
-    big = doctor.expected_matmul("h100-sxm", "bf16", 8192, 8192, 8192)
+def test_expected_matmul_is_the_roofline_of_the_shape_without_the_model():
+    big = doctor.expected_matmul("h100-sxm", "bf16", 8192, 8192, 8192, achievable=False)
     assert big.flop_per_s == specs.get("h100-sxm").peak_flop_per_s("bf16") and big.source
-    small = doctor.expected_matmul("h100-sxm", "bf16", 64, 64, 64)
+    small = doctor.expected_matmul("h100-sxm", "bf16", 64, 64, 64, achievable=False)
     intensity = 2 * 64**3 / (3 * 64**2 * 2)  # FLOP per byte of a 64³ BF16 matmul
     assert small.flop_per_s == pytest.approx(intensity * 3350e9) and "memory roof" in small.basis
     cpu = doctor.expected_matmul(None, "fp32", 4096, 4096, 4096, peak_flop_per_s=1e11, memory_bw_Bps=1e10)
     assert cpu.flop_per_s == 1e11
     with pytest.raises(ValueError):
         doctor.expected_matmul(None, "fp32", 64, 64, 64)
+
+
+def test_expected_matmul_is_the_achievable_rate_model_where_it_exists():
+    from x4lib import matmul
+    e = doctor.expected_matmul("h100-sxm", "bf16", 8192, 8192, 8192)
+    assert e.flop_per_s == pytest.approx(matmul.predict("h100-sxm", "bf16", 8192, 8192, 8192).rate_flop_per_s)
+    assert e.flop_per_s < specs.get("h100-sxm").peak_flop_per_s("bf16") and "achievable-rate model" in e.basis
+    # a device with no architecture family in the model falls back to the roofline of its dense peak
+    trn2 = doctor.expected_matmul("trn2", "bf16", 8192, 8192, 8192)
+    assert trn2.flop_per_s == specs.get("trn2").peak_flop_per_s("bf16") and "achievable" not in trn2.basis
 
 
 def test_here_on_a_cpu_uses_the_harness_rows_and_cites_proc_cpuinfo():

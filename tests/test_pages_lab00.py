@@ -59,6 +59,18 @@ def test_above_the_peak_the_page_names_the_clock_instead_of_an_efficiency():
     assert page.efficiency_text(cpu_run(), "fp32").endswith("% of that peak")
 
 
+def test_shapes_above_the_peak_give_one_warning_per_dtype_naming_the_highest():
+    fast = cpu_run(times_s=(2 * 128**3 / 200e9,), mhz=1000.0)
+    doc = dict(fast.results)
+    ok = doc["matmul"][0]
+    doc["matmul"] = [ok, {**ok, "m": 256, "n": 256, "k": 256, "times_s": [2 * 256**3 / 300e9],
+                          "median_s": 2 * 256**3 / 300e9, "best_s": 2 * 256**3 / 300e9}] + doc["matmul"][1:]
+    runs.validate(doc, "lab00")
+    run = runs.Run("test-run", ROOT, "lab00", MappingProxyType(doc), False)
+    above = [w for w in page.warnings(run) if "above the peak" in w]
+    assert len(above) == 1 and "2 of 2 shapes" in above[0] and "0.3 TFLOP/s at 256x256x256" in above[0]
+
+
 def test_the_independent_check_is_compared_with_the_harness():
     n = 128
     run = cpu_run(independent_check={"n": n, "dtype": "fp32", "calls": 5, "elapsed_s": 5 * 0.004})

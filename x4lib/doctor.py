@@ -21,12 +21,13 @@ What it says. Each :class:`Finding` comes from one rule of ``x4lib/data/doctor_r
 ``virtualization-acs-iommu``, ``affinity-numa``, ``algorithm-or-expectation``, ``dtype-or-shape``, ``other``), a
 severity (``problem``, ``warning``: exit 1; ``note``: expected behaviour, exit 0), the cause in one sentence, the
 evidence (file, line and the text that proves it), the measured figure beside the expected one (busbw beside the
-per-direction bottleneck, never a bidirectional figure; a matmul beside the roofline of its shape), the advice, and
+per-direction bottleneck, never a bidirectional figure; a matmul beside the rate the achievable-rate model
+predicts for its shape), the advice, and
 the source where the cause is documented (NVIDIA/NCCL/AMD documentation or the public thread that established it).
 
-Not yet here (integration, said honestly): ``nvidia-smi topo -m`` is recognised but not diagnosed until the
-topology reader of issue 15 (``x4lib.topo``) lands (:func:`topology_findings`); the expected matmul rate is the
-roofline of the catalog's dense peak until the achievable-rate model of issue 12 lands (:func:`expected_matmul`).
+The expected matmul rate of a shape is the achievable-rate model's (``x4lib.matmul``, issue 12) where the
+device's family is modelled, else the roofline of the catalog's dense peak (:func:`expected_matmul`);
+``nvidia-smi topo -m`` is read with ``x4lib.topo`` (:func:`topology_findings`).
 
 Exit codes: 0 nothing wrong (notes only); 1 a problem or warning found; 2 bad input (missing, unreadable,
 binary or unrecognised file; a results.json that breaks its schema). Used in: book/lab-00-roofline.md,
@@ -269,18 +270,19 @@ class Expected:
 
 def expected_matmul(device_id: str | None, dtype: str, m: int, n: int, k: int, *,
                     peak_flop_per_s: float | None = None, memory_bw_Bps: float | None = None,
-                    peak_basis: str = "", peak_source: str = "") -> Expected:
+                    peak_basis: str = "", peak_source: str = "", achievable: bool = True) -> Expected:
     """THE ONE PLACE the doctor's expected matmul rate comes from.
 
-    Today: the roofline of the shape, min(P, I·W) [FLOP/s], with I = 2mnk / ((mk + kn + mn)·b) [FLOP/B] the
-    shape's intensity (``x4lib.kernels``), P the catalog's **dense** peak for ``dtype`` and W the catalog's memory
-    bandwidth for ``device_id``; for a device without a catalog entry (a CPU) the caller gives P and W
-    (``peak_flop_per_s``: cores × FLOP/cycle × clock; ``memory_bw_Bps``: a measured triad). Sources:
-    williams-2009 (roofline) and the catalog value's own key.
-    INTEGRATION (issue 12): when ``x4lib.matmul`` (achievable matmul rates) lands, return its rate for the shape
-    here; every rule and page reads the expectation through this function only.
+    For a catalog device that the achievable-rate model covers (``x4lib.matmul``: roofline of the shape, tile and
+    wave quantisation over the device's SMs or cores, sourced clocks, a fixed cost per call, η calibrated per
+    family on others' published rates), the model's rate for this shape [FLOP/s]. Otherwise, and with
+    ``achievable=False``, the roofline of the shape, min(P, I·W), with I = 2mnk / ((mk + kn + mn)·b) [FLOP/B]
+    (``x4lib.kernels``), P the catalog's **dense** peak for ``dtype`` and W its memory bandwidth; for a device
+    without a catalog entry (a CPU) the caller gives P and W (``peak_flop_per_s``: cores × FLOP/cycle × clock;
+    ``memory_bw_Bps``: a measured triad). Sources: williams-2009 (roofline), the catalog value's own key, and the
+    model's data file (x4lib/data/matmul.yaml) for the achievable rate.
     """
-    from x4lib import kernels, specs
+    from x4lib import kernels, matmul, specs
     if device_id is not None:
         dev = specs.get(device_id)
         field = dev.peak_field(dtype)
@@ -288,6 +290,16 @@ def expected_matmul(device_id: str | None, dtype: str, m: int, n: int, k: int, *
         peak_flop_per_s, peak_basis, peak_source = v.si, f"catalog {dev.id} {field} ({v.sparsity or 'dense'})", v.source
         if memory_bw_Bps is None and "memory_bw_gb_s" in dev.values:
             memory_bw_Bps = dev.memory_bw_Bps
+        if achievable:
+            try:
+                p = matmul.predict(dev, dtype, m, n, k)
+            except matmul.NoModelError:
+                p = None
+            if p is not None:
+                return Expected(p.rate_flop_per_s,
+                                f"achievable-rate model for {m}×{n}×{k} ({100 * p.efficiency:.0f} % of the "
+                                f"{peak_basis} peak; {p.bound}-bound, {p.waves} wave(s) of {p.tile[0]}×{p.tile[1]} "
+                                f"tiles, {p.eta.text()})", peak_source)
     if peak_flop_per_s is None or not peak_flop_per_s > 0:
         raise ValueError(f"no peak for {dtype} on {device_id or 'this device'}")
     rate, basis = peak_flop_per_s, peak_basis
@@ -876,7 +888,7 @@ def matmul_checks(device: Mapping, results: Mapping, file: str, peak_evidence=()
             peak, basis, source = got[0], got[1], (_uarch(device) or {}).get("source", "")
         elif cat:
             try:
-                e = expected_matmul(cat, dtype, 1 << 20, 1 << 20, 1 << 20)  # the compute roof: intensity → ∞
+                e = expected_matmul(cat, dtype, 1 << 20, 1 << 20, 1 << 20, achievable=False)  # the compute roof
             except (specs.UnsupportedDtypeError, ValueError):
                 continue
             peak, basis, source = e.flop_per_s, e.basis, e.source
