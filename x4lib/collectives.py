@@ -57,7 +57,6 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import functools
-import json
 import math
 from pathlib import Path
 from types import MappingProxyType
@@ -209,7 +208,6 @@ class TuningError(ValueError):
 @functools.lru_cache(maxsize=2)
 def tuning(path: Path = TUNING_PATH) -> Mapping:
     """nccl_tuning.yaml, validated against its JSON Schema; every number finite (TuningError names the field)."""
-    import jsonschema
     import yaml
 
     from x4lib import specs
@@ -217,18 +215,7 @@ def tuning(path: Path = TUNING_PATH) -> Mapping:
         data = specs.plain(yaml.safe_load(Path(path).read_text(encoding="utf-8")))
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
         raise TuningError(f"{Path(path).name}: cannot be read as YAML: {exc}") from None
-    try:
-        jsonschema.validate(data, json.loads(TUNING_SCHEMA_PATH.read_text()))
-    except jsonschema.ValidationError as exc:
-        at = "/".join(str(p) for p in exc.absolute_path) or "(top level)"
-        raise TuningError(f"{Path(path).name}: {at}: {exc.message}") from None
-
-    def walk(obj, where):
-        if isinstance(obj, float) and not math.isfinite(obj):
-            raise TuningError(f"{Path(path).name}: {where}: {obj} is not a finite number")
-        for k, v in (obj.items() if isinstance(obj, dict) else enumerate(obj) if isinstance(obj, list) else ()):
-            walk(v, f"{where}/{k}")
-    walk(data, "")
+    specs.check_document(data, TUNING_SCHEMA_PATH, Path(path).name, TuningError)
     return MappingProxyType(data)
 
 

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import json
 import math
 from pathlib import Path
 from types import MappingProxyType
@@ -46,29 +45,12 @@ class DataError(ValueError):
     exit_code = 1
 
 
-def _finite(obj, where: str) -> None:
-    if isinstance(obj, dict):
-        for k, v in obj.items():
-            _finite(v, f"{where}.{k}")
-    elif isinstance(obj, list):
-        for i, v in enumerate(obj):
-            _finite(v, f"{where}[{i}]")
-    elif isinstance(obj, float) and not math.isfinite(obj):
-        raise DataError(f"{DATA_PATH.name}: {where}: {obj} is not a finite number")
-
-
 def parse(doc, origin: str = DATA_PATH.name) -> Mapping:
     """Validate a parsed datacenter.yaml document (schema, finite numbers) and return it read-only."""
-    import jsonschema
     doc = specs.plain(doc)
     if not isinstance(doc, dict):
         raise DataError(f"{origin}: expected a mapping at the top level")
-    _finite(doc, "")
-    try:
-        jsonschema.validate(doc, json.loads(SCHEMA_PATH.read_text()))
-    except jsonschema.ValidationError as exc:
-        where = "/".join(str(p) for p in exc.absolute_path) or "(top level)"
-        raise DataError(f"{origin}: {where}: {exc.message}") from None
+    specs.check_document(doc, SCHEMA_PATH, origin, DataError)
     return MappingProxyType(doc)
 
 

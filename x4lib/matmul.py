@@ -107,26 +107,7 @@ class Constants:
 
 
 def _validate(doc: dict, origin: str) -> None:
-    import json
-
-    import jsonschema
-    schema = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
-    try:
-        jsonschema.validate(doc, schema)
-    except jsonschema.ValidationError as exc:
-        where = "/".join(str(p) for p in exc.absolute_path) or "(top level)"
-        raise MatmulDataError(f"{origin}: {where}: {exc.message}") from None
-
-    def finite(obj, path):
-        if isinstance(obj, float) and not math.isfinite(obj):
-            raise MatmulDataError(f"{origin}: {path}: {obj} is not a finite number")
-        if isinstance(obj, dict):
-            for k, v in obj.items():
-                finite(v, f"{path}/{k}")
-        if isinstance(obj, list):
-            for i, v in enumerate(obj):
-                finite(v, f"{path}/{i}")
-    finite(doc, "")
+    specs.check_document(doc, SCHEMA_PATH, origin, MatmulDataError)
 
 
 @functools.lru_cache(maxsize=2)

@@ -354,7 +354,8 @@ def _comm(strategy: str, op: str, size_B: float, calls: int, group: int, sub: Cl
 
 
 def default_efficiency(device_id: str, dtype: str = "bf16") -> tuple[float, str]:
-    """η = published maximum achievable matmul rate / dense peak (stas00-ml-engineering-accelerators), and its id."""
+    """η = the highest published best-shape matmul rate for the device (x4lib/data/published.yaml, ``kind: matmul``;
+    each row cites its source) / its dense peak, and that row's id."""
     from x4lib import published, specs
     rows = published.measurements(device=device_id, kind="matmul", dtype=dtype)
     if not rows:

@@ -275,7 +275,7 @@ def tornado(ax, rows, base, unit_label: str):
 
 # ------------------------------------------------------------------------------------------------- Lab 01
 
-def predicted_vs_measured(ax, series, band: float = 0.15):
+def busbw_vs_model(ax, series, band: float = 0.15):
     """Measured busbw (y) against the model's (x), log-log, for others' published logs: ``series`` = [(label,
     [{x: model GB/s, y: measured GB/s}])], drawn hollow (theirs; the label names what they are, the table beside
     the figure cites each log); the dashed diagonal is measured = model, the shaded band ±``band``."""

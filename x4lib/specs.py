@@ -188,6 +188,25 @@ def plain(obj):
     return obj
 
 
+def check_document(doc, schema_path: Path, origin: str, error: type[Exception] = ValueError) -> None:
+    """Refuse a parsed data file that holds a non-finite number or breaks its JSON Schema: raise ``error`` with
+    ``"<origin>: <path>: <what>"`` (path as JSON Pointer segments, e.g. ``overheads/gpu_kernel_startup/value``).
+    Finite numbers are checked first, since NaN slips past a schema's ``minimum``."""
+    import jsonschema
+
+    def walk(obj, where):
+        if isinstance(obj, float) and not math.isfinite(obj):
+            raise error(f"{origin}: {where or '(top level)'}: {obj} is not a finite number")
+        for k, v in (obj.items() if isinstance(obj, dict) else enumerate(obj) if isinstance(obj, list) else ()):
+            walk(v, f"{where}/{k}" if where else str(k))
+    walk(doc, "")
+    try:
+        jsonschema.validate(doc, json.loads(Path(schema_path).read_text(encoding="utf-8")))
+    except jsonschema.ValidationError as exc:
+        at = "/".join(str(p) for p in exc.absolute_path) or "(top level)"
+        raise error(f"{origin}: {at}: {exc.message}") from None
+
+
 def parse_device(record: dict, origin: str = "<record>") -> Device:
     """Validate one record (schema + catalog rules) and build a :class:`Device`.
 
