@@ -107,8 +107,9 @@ def notebook_stack_available() -> bool:
     return True
 
 
-#: a lab notebook cell that runs longer than this is stuck, not slow (the slowest cells take seconds)
-CELL_TIMEOUT_S = 1800
+#: a lab notebook cell that runs longer than this when rendering is stuck, not slow (the slowest cells take
+#: seconds; nothing is measured while rendering)
+CELL_TIMEOUT_S = 300
 
 
 def execute_notebook(notebook: Path, out: Path, parameters: dict, cell_timeout_s: float = CELL_TIMEOUT_S) -> None:

@@ -44,13 +44,13 @@ def test_the_lab_page_executes_with_zero_one_and_several_committed_runs(quick_ru
         shutil.copytree(quick_run, root / "lab00" / f"{quick_run.name}-{i}")
     assert len(runs.load_runs("lab00", root)) == n_runs
     core.execute_notebook(ROOT / "notebooks" / "lab-00-roofline.ipynb", tmp_path / "out.ipynb",
-                        {"run_dir": str(quick_run), "measure_here": False, "runs_root": str(root)}, cell_timeout_s=600)
+                        {"run_dir": str(quick_run), "measure_here": False, "runs_root": str(root)}, cell_timeout_s=300)
 
 
 def test_the_lab_page_renders_a_version_1_run(tmp_path):
     core.execute_notebook(ROOT / "notebooks" / "lab-00-roofline.ipynb", tmp_path / "out.ipynb",
                         {"run_dir": str(ROOT / "tests" / "data" / "runs" / "lab00-v1"),
-                                    "measure_here": False, "runs_root": str(tmp_path)}, cell_timeout_s=600)
+                                    "measure_here": False, "runs_root": str(tmp_path)}, cell_timeout_s=300)
 
 
 def test_render_puts_the_notebook_into_an_existing_run(quick_run, tmp_path):

@@ -93,7 +93,7 @@ def test_the_lab_notebook_renders_an_imported_cluster_run(tmp_path):
     assert r.returncode == 0, r.stderr
     run = next((tmp_path / "lab01").iterdir())
     core.execute_notebook(ROOT / "notebooks" / "lab-01-collectives.ipynb", tmp_path / "out.ipynb",
-                        {"run_dir": str(run), "measure_here": False, "runs_root": str(tmp_path)}, cell_timeout_s=600)
+                        {"run_dir": str(run), "measure_here": False, "runs_root": str(tmp_path)}, cell_timeout_s=300)
     nb = json.loads((tmp_path / "out.ipynb").read_text())
     outputs = json.dumps([c.get("outputs", []) for c in nb["cells"] if c["cell_type"] == "code"])
     assert "no committed 2 × 8 run yet" not in outputs and "us: NVIDIA H100 80GB HBM3" in outputs
@@ -125,7 +125,7 @@ def test_a_device_name_with_dollars_and_escapes_is_stored_and_drawn_safely(tmp_p
     assert r.returncode == 0 and "\x1b" not in r.stdout, r.stderr
     run = next((tmp_path / "lab01").iterdir())
     core.execute_notebook(ROOT / "notebooks" / "lab-01-collectives.ipynb", tmp_path / "out.ipynb",
-                        {"run_dir": str(run), "measure_here": False, "runs_root": str(tmp_path)}, cell_timeout_s=600)
+                        {"run_dir": str(run), "measure_here": False, "runs_root": str(tmp_path)}, cell_timeout_s=300)
 
 
 def test_two_imports_in_the_same_second_do_not_collide(tmp_path):
