@@ -201,11 +201,10 @@ def cluster_for(device: str, gpus: int, gpus_per_node: int = 8, cluster_id: str 
                                         name=f"scale-up link of {dev.id} (catalog)")
             base = dataclasses.replace(base, id=f"{dev.id}-on-{base.id}", intra=intra, arch=arch, device=dev.id,
                                        name=f"{dev.id} with the network of {base.id}")
-    if gpus <= gpus_per_node:
-        return dataclasses.replace(base, nodes=1, gpus_per_node=gpus)
-    if gpus % gpus_per_node:
+    if gpus > gpus_per_node and gpus % gpus_per_node:
         raise PlanError(f"{gpus} GPUs do not fill whole nodes of {gpus_per_node} GPUs")
-    return dataclasses.replace(base, nodes=gpus // gpus_per_node, gpus_per_node=gpus_per_node)
+    nodes, per = (1, gpus) if gpus <= gpus_per_node else (gpus // gpus_per_node, gpus_per_node)
+    return dataclasses.replace(base, nodes=nodes, gpus_per_node=per, id=f"{nodes}x{per} with the links of {base.id}")
 
 
 # ------------------------------------------------------------------------------------------------ one layout
@@ -508,6 +507,8 @@ def cli_main(args) -> int:
         if args.gpus % inner:
             raise PlanError(f"the degrees given ({' x '.join(f'{k} {given[k]}' for k in ('tp', 'pp', 'dp', 'cp') if k in given)}"
                             f" = {inner}) do not divide {args.gpus} GPUs")
+        if all(k in given for k in ("tp", "pp", "dp", "cp")) and inner != args.gpus:
+            raise PlanError(f"tp x pp x dp x cp = {inner}, but --gpus is {args.gpus}")
         if all(k in given for k in ("tp", "pp", "cp")) and "dp" not in given:
             given["dp"] = fixed["dp"] = args.gpus // inner
         if all(k in given for k in ("tp", "pp", "dp", "cp", "zero", "micro_batch", "recompute")):
@@ -521,6 +522,11 @@ def cli_main(args) -> int:
         else:
             plans = search(model, args.device, args.gpus, args.global_batch_tokens, args.gpus_per_node,
                            args.cluster, fixed)
+            if not plans and not any(candidates(model, args.gpus, args.global_batch_tokens, args.gpus_per_node,
+                                                fixed)):
+                raise PlanError(f"no layout of {args.gpus} GPUs with {', '.join(f'{k}={v}' for k, v in given.items())}"
+                                f" splits {args.global_batch_tokens // args.seq} sequences of {args.seq} tokens "
+                                f"into whole micro-batches with tp dividing the {args.heads} heads")
             if not plans:
                 least = min_gpus_to_fit(model, args.device, args.global_batch_tokens, args.gpus_per_node)
                 hint = f"; the smallest count that fits is {least}" if least else ""
