@@ -29,6 +29,11 @@ def batch_tokens() -> int:
 
 
 @functools.lru_cache(maxsize=64)
+def _fallback(gpus: tuple) -> tuple:
+    return tuple(_fallback_row(name, g) for name in MODELS for g in gpus)
+
+
+@functools.lru_cache(maxsize=64)
 def best(device: str, gpus: int, model: planner.Model | None = None) -> planner.Plan | None:
     plans = planner.search(model or model70(), device, gpus, batch_tokens(), top=1)
     return plans[0] if plans else None
@@ -198,15 +203,22 @@ def explorer():
         zero=w.Dropdown(options=["auto", "0", "1", "2", "3"], value="auto", description="ZeRO"))
 
 
+def _fallback_row(name: str, g: int) -> dict:
+    plans = planner.search(explorer_model(name), "h100-sxm", g, batch_tokens(), top=1)
+    p = plans[0] if plans else None
+    return {"model": name, "gpus": g, "layout": p.layout.label() if p else "none fits",
+            "mfu": p.mfu if p else None, "limit": p.limit if p else "memory"}
+
+
 def explorer_fallback_rows(gpus=(64, 1024)) -> list[dict]:
-    rows = []
-    for name in MODELS:
-        for g in gpus:
-            plans = planner.search(explorer_model(name), "h100-sxm", g, batch_tokens(), top=1)
-            p = plans[0] if plans else None
-            rows.append({"model": name, "gpus": g, "layout": p.layout.label() if p else "none fits",
-                         "mfu": p.mfu if p else None, "limit": p.limit if p else "memory"})
-    return rows
+    return [dict(r) for r in _fallback(tuple(gpus))]
+
+
+def explorer_fallback_series(gpus=(64, 1024)):
+    """(groups, series) for plots.grouped_bars: models × GPU counts, MFU in percent (0 where nothing fits)."""
+    rows = explorer_fallback_rows(gpus)
+    series = [(f"{g} GPUs", [100 * (r["mfu"] or 0.0) for r in rows if r["gpus"] == g]) for g in gpus]
+    return list(MODELS), series
 
 
 def explorer_fallback_table():
