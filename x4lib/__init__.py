@@ -46,6 +46,7 @@ Concept modules (the models; one hop from a number on a page to the code that ma
     simt         SIMT on a GPU SM: occupancy, divergent branches, Little's law for bytes in flight
     host         the host's job in a GPU server: input pipeline against GPU rate, PCIe per direction
     facts        sourced values that are not catalog devices (x4lib/data/facts/*.yaml)
+    planner      a training-run planner: layouts that fit, step time, MFU, days, cost, energy; checked on published runs
     cli          ``python -m x4lib``: the command line's framework
 
 Page helpers (what one page draws, apart from the models): ``x4lib.pages.<page>`` — ``ch00``, ``ch01``, ``ch02``,
@@ -64,7 +65,7 @@ __all__ = ["bench", "bib", "claims", "cli", "clusters", "collectives", "commbenc
            "specs", "tables",
            "links", "topology", "parallelism", "topo", "doctor", "formats", "inference", "mig", "nvlink",
            "carbon", "datacenter", "reliability", "runcost", "serving", "storage", "tco",
-           "peaks", "systolic", "simt", "host", "facts", "matmul", "mfu"]
+           "peaks", "systolic", "simt", "host", "facts", "matmul", "mfu", "planner"]
 
 
 def __getattr__(name: str):

@@ -50,6 +50,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "checkpoint-interval": ("x4lib.reliability", "checkpoint interval (Daly/Young) and goodput for a job's MTBF"),
     "peak": ("x4lib.peaks", "a peak rate from first principles: units × FLOP per clock × clock, against the catalog"),
     "systolic": ("x4lib.systolic", "simulate a weight-stationary systolic array: cycles, MACs, utilisation"),
+    "plan": ("x4lib.planner", "lay out a training run: the layout that fits and runs fastest, MFU, days, cost, energy"),
 }
 
 PROG = "python -m x4lib"

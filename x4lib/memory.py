@@ -93,11 +93,13 @@ def activation_bytes_per_layer(seq: int, micro_batch: int, hidden: int, heads: i
 def training_plan(params: float, gpus: int, zero: int = 0, optimizer: str = "adam", precision: str = "bf16",
                   tp: int = 1, pp: int = 1, layers: int | None = None, hidden: int | None = None,
                   seq: int | None = None, micro_batch: int | None = None, recompute: str = "none",
-                  heads: int | None = None) -> MemoryPlan:
-    """Per-GPU training memory (see the block comment above). Raises ValueError naming a bad input."""
+                  heads: int | None = None, cp: int = 1) -> MemoryPlan:
+    """Per-GPU training memory (see the block comment above). Raises ValueError naming a bad input.
+    ``cp`` (context parallel) splits each sequence over cp GPUs: activations / cp, and ZeRO shards over the
+    dp·cp GPUs that hold the same model shard (Megatron's distributed optimizer does so)."""
     if not params > 0:
         raise ValueError(f"params must be > 0, got {params:g}")
-    for name, v in (("gpus", gpus), ("tp", tp), ("pp", pp)):
+    for name, v in (("gpus", gpus), ("tp", tp), ("pp", pp), ("cp", cp)):
         if not (isinstance(v, int) and v >= 1):
             raise ValueError(f"{name} must be a whole number >= 1, got {v!r}")
     if zero not in (0, 1, 2, 3):
@@ -106,20 +108,22 @@ def training_plan(params: float, gpus: int, zero: int = 0, optimizer: str = "ada
         raise ValueError(f"precision must be one of {', '.join(PRECISION_BYTES)}, got {precision!r}")
     if optimizer not in OPTIMIZER_STATE_BYTES:
         raise ValueError(f"optimizer must be one of {', '.join(OPTIMIZER_STATE_BYTES)}, got {optimizer!r}")
-    if gpus % (tp * pp):
-        raise ValueError(f"{gpus} GPUs cannot be split into tensor {tp} x pipeline {pp} groups "
-                         f"(tp x pp = {tp * pp} must divide the GPU count)")
+    if gpus % (tp * pp * cp):
+        what = f"tensor {tp} x pipeline {pp}" + (f" x context {cp}" if cp > 1 else "")
+        raise ValueError(f"{gpus} GPUs cannot be split into {what} groups "
+                         f"(tp x pp{' x cp' if cp > 1 else ''} = {tp * pp * cp} must divide the GPU count)")
     act_inputs = {"layers": layers, "hidden": hidden, "seq": seq, "micro_batch": micro_batch}
     given = {k for k, v in act_inputs.items() if v is not None}
     if given and given != set(act_inputs):
         missing = ", ".join(sorted(set(act_inputs) - given))
         raise ValueError(f"activations need layers, hidden, seq and micro_batch together (missing: {missing})")
-    dp = gpus // (tp * pp)
+    dp = gpus // (tp * pp * cp)
+    shard = dp * cp
     b = PRECISION_BYTES[precision]
     n_rank = params / (tp * pp)
-    weights = n_rank * b["weights"] / (dp if zero >= 3 else 1)
-    grads = n_rank * b["gradients"] / (dp if zero >= 2 else 1)
-    opt = n_rank * (b["master"] + OPTIMIZER_STATE_BYTES[optimizer]) / (dp if zero >= 1 else 1)
+    weights = n_rank * b["weights"] / (shard if zero >= 3 else 1)
+    grads = n_rank * b["gradients"] / (shard if zero >= 2 else 1)
+    opt = n_rank * (b["master"] + OPTIMIZER_STATE_BYTES[optimizer]) / (shard if zero >= 1 else 1)
     acts = None
     a = heads
     if given:
@@ -128,9 +132,12 @@ def training_plan(params: float, gpus: int, zero: int = 0, optimizer: str = "ada
         a = heads or max(1, hidden // 128)
         if pp > 1 and layers % pp:
             raise ValueError(f"{layers} layers cannot be split into {pp} pipeline stages evenly")
-        acts = layers * activation_bytes_per_layer(seq, micro_batch, hidden, a, tp, recompute, precision)
+        if seq % cp:
+            raise ValueError(f"sequence length {seq} does not split into cp = {cp} chunks")
+        acts = layers * activation_bytes_per_layer(seq, micro_batch, hidden, a, tp, recompute, precision) / cp
     return MemoryPlan(weights, grads, opt, acts, {
-        "params": params, "gpus": gpus, "data_parallel": dp, "tp": tp, "pp": pp, "zero": zero,
+        "params": params, "gpus": gpus, "data_parallel": dp, "tp": tp, "pp": pp, **({"cp": cp} if cp > 1 else {}),
+        "zero": zero,
         "optimizer": optimizer, "precision": precision, "recompute": recompute if given else None,
         "heads": a if given else None, "bytes_per_param": {**b, "optimizer_state": OPTIMIZER_STATE_BYTES[optimizer]},
     })

@@ -20,6 +20,11 @@ Per optimizer step of B tokens on n accelerators of dense peak P [FLOP/s] (every
 
     MFU = t_ideal / t_step, with t_step = (sum of the terms) / (1 − lost share)
 
+Context parallelism (``cp``) splits each sequence over cp GPUs (the GEMMs see s/cp rows); recomputation adds the
+forward pass again (full) or the attention core's forward (selective); a plain GELU MLP has two matrices where
+SwiGLU has three. :func:`compute_terms` gives the compute terms alone and :func:`lost_share` the failures term,
+for the training-run planner (x4lib.planner, book/capstone-8-to-1024.md).
+
 MFU here counts only the 6ND model FLOP (the book's convention for C = 6ND); PaLM and Llama 3 count attention
 FLOP too: :attr:`Budget.mfu_with_attention` gives that convention. Used in: book/00-motivation.md.
 """
@@ -31,7 +36,8 @@ from typing import Mapping
 
 from x4lib import economics, specs
 
-TP_CLUSTER = "2x8-h100-ib400"  # the preset whose links (NVLink 4 + NVSwitch, 400 Gb/s NDR per GPU) the run uses
+TP_CLUSTER = "2x8-h100-ib400"
+RECOMPUTE = ("none", "selective", "full")  # as x4lib.memory  # the preset whose links (NVLink 4 + NVSwitch, 400 Gb/s NDR per GPU) the run uses
 
 
 @dataclasses.dataclass(frozen=True)
@@ -51,10 +57,13 @@ class Run:
     microbatch_sequences: int = 1
     elementwise_elements_per_layer: tuple[float, float] = (10.0, 3.0)
     grad_bytes_per_param: float = 2.0
+    cp: int = 1                 # context parallel: each sequence split into cp chunks (x4lib.planner)
+    recompute: str = "none"     # activation recomputation: none, selective (attention core) or full (every layer)
+    gated_mlp: bool = True      # SwiGLU (gate, up, down: 3 matrices) or a plain GELU MLP (up, down: 2 matrices)
 
     def __post_init__(self):
         for name in ("layers", "d_model", "ffn", "heads", "kv_heads", "seq_len", "global_batch_tokens", "tp", "pp",
-                     "dp", "microbatch_sequences"):
+                     "dp", "microbatch_sequences", "cp"):
             v = getattr(self, name)
             if int(v) != v or v < 1:
                 raise ValueError(f"{name} must be a whole number >= 1, got {v}")
@@ -64,10 +73,14 @@ class Run:
             raise ValueError("d_model must divide into heads, heads into kv_heads groups, layers into pp stages")
         if self.global_batch_tokens % (self.seq_len * self.dp * self.microbatch_sequences):
             raise ValueError("the global batch must be whole microbatches of whole sequences on every replica")
+        if self.seq_len % self.cp:
+            raise ValueError(f"sequence length {self.seq_len} does not split into cp = {self.cp} chunks")
+        if self.recompute not in RECOMPUTE:
+            raise ValueError(f"recompute must be one of {', '.join(RECOMPUTE)}, got {self.recompute!r}")
 
     @property
     def n_gpus(self) -> int:
-        return self.tp * self.pp * self.dp
+        return self.tp * self.pp * self.dp * self.cp
 
     @property
     def microbatches(self) -> int:
@@ -81,11 +94,13 @@ class Run:
     def layer_gemms(self) -> list[tuple[int, int, int]]:
         """The forward GEMMs (m, n, k) of one layer on one GPU for one microbatch (tensor-parallel shards:
         QKV and gate/up split their outputs, O and down their inputs), and for each the two backward GEMMs
-        (input gradient: m×k×n; weight gradient: k×n×m)."""
-        s = self.seq_len * self.microbatch_sequences
+        (input gradient: m×k×n; weight gradient: k×n×m). With context parallelism a GPU holds s/cp tokens of each
+        sequence; a plain MLP has one up-projection where SwiGLU has two (gate and up)."""
+        s = self.seq_len * self.microbatch_sequences // self.cp
         d, t = self.d_model, self.tp
         kv = self.kv_heads * self.head_dim
-        fwd = [(s, (d + 2 * kv) // t, d), (s, d, d // t), (s, 2 * self.ffn // t, d), (s, d, self.ffn // t)]
+        up = 2 * self.ffn if self.gated_mlp else self.ffn
+        fwd = [(s, (d + 2 * kv) // t, d), (s, d, d // t), (s, up // t, d), (s, d, self.ffn // t)]
         return [g for (m, n, k) in fwd for g in ((m, n, k), (m, k, n), (k, n, m))]
 
 
@@ -185,17 +200,28 @@ class Budget:
                  "basis": t.basis} for t in self.terms]
 
 
-def _cluster(nodes: int, gpus_per_node: int, nics: int):
-    from x4lib import clusters
-    base = clusters.get(TP_CLUSTER)
-    return dataclasses.replace(base, id=f"{nodes}x{gpus_per_node}", name=f"{nodes} x {gpus_per_node} of {base.name}",
-                               nodes=nodes, gpus_per_node=gpus_per_node, nics_per_node=nics)
+@dataclasses.dataclass(frozen=True)
+class ComputeTerms:
+    """The work of one step on each GPU, in seconds, before any communication (see the module docstring):
+    the 6ND work at the peak, the layer GEMMs at their achievable rate, causal attention, element-wise traffic,
+    and what recomputation adds (full: the whole forward pass again, a third of the forward + backward work;
+    selective: the attention core's forward again, a third of the attention term; Korthikanti et al. 2022)."""
+    ideal_s: float
+    matmul_s: float
+    attention_s: float
+    elementwise_s: float
+    recompute_s: float
+    matmul_efficiency: float
+    attention_efficiency: float
+
+    @property
+    def work_s(self) -> float:
+        return self.matmul_s + self.attention_s + self.elementwise_s + self.recompute_s
 
 
-def budget(run: Run, device: str = "h100-sxm", dtype: str = "bf16", attention_key: str =
-           "attention_efficiency_fa2_h100") -> Budget:
-    """The MFU budget of ``run`` on ``device`` (see the module docstring for every term)."""
-    from x4lib import collectives
+def compute_terms(run: Run, device: str = "h100-sxm", dtype: str = "bf16",
+                  attention_key: str = "attention_efficiency_fa2_h100") -> ComputeTerms:
+    """The compute terms of :func:`budget` (matmuls, attention, element-wise, recomputation) for ``run``."""
     dev = specs.get(device)
     P, W = dev.peak_flop_per_s(dtype), dev.memory_bw_Bps
     ref = economics.sourced()["reference_points"]
@@ -208,10 +234,41 @@ def budget(run: Run, device: str = "h100-sxm", dtype: str = "bf16", attention_ke
     a, b = run.elementwise_elements_per_layer
     el_bytes = 3 * (a * run.d_model + b * run.ffn) * 2 * L * B  # forward traffic, backward twice it; BF16
     t_el = el_bytes / (n * W)
+    rec = {"none": 0.0, "selective": t_att / 3, "full": (t_mm + t_att + t_el) / 3}[run.recompute]
+    return ComputeTerms(ideal, t_mm, t_att, t_el, rec, e_mm, e_att)
+
+
+def lost_share(n_gpus: int) -> tuple[float, float, float]:
+    """Failures: (share of the time lost, hours lost per interruption, interruptions per hour on ``n_gpus``), from
+    Llama 3's 54-day snapshot (see the module docstring)."""
+    ref = economics.sourced()["reference_points"]
+    days, total = ref["llama3_interruption_snapshot_days"]["value"], ref["llama3_interruptions_total"]["value"]
+    unexpected, gpus = ref["llama3_unexpected_interruptions"]["value"], ref["llama3_interruption_gpus"]["value"]
+    lost_per_interruption_h = (1 - ref["llama3_effective_training_time_min"]["value"]) * days * 24 / total
+    rate_per_h = unexpected / (days * 24) * n_gpus / gpus
+    return rate_per_h * lost_per_interruption_h, lost_per_interruption_h, rate_per_h
+
+
+def _cluster(nodes: int, gpus_per_node: int, nics: int):
+    from x4lib import clusters
+    base = clusters.get(TP_CLUSTER)
+    return dataclasses.replace(base, id=f"{nodes}x{gpus_per_node}", name=f"{nodes} x {gpus_per_node} of {base.name}",
+                               nodes=nodes, gpus_per_node=gpus_per_node, nics_per_node=nics)
+
+
+def budget(run: Run, device: str = "h100-sxm", dtype: str = "bf16", attention_key: str =
+           "attention_efficiency_fa2_h100") -> Budget:
+    """The MFU budget of ``run`` on ``device`` (see the module docstring for every term)."""
+    from x4lib import collectives
+    ref = economics.sourced()["reference_points"]
+    n, L = run.n_gpus, run.layers
+    ct = compute_terms(run, device, dtype, attention_key)
+    ideal, e_mm, t_mm, e_att, t_att, t_el = (ct.ideal_s, ct.matmul_efficiency, ct.matmul_s, ct.attention_efficiency,
+                                             ct.attention_s, ct.elementwise_s)
     s_tokens = run.seq_len * run.microbatch_sequences
     ar = collectives.predict("all_reduce", s_tokens * run.d_model * 2, _cluster(1, run.tp, 0), in_network=True)
     t_tp = 4 * (L // run.pp) * run.microbatches * ar.time_s
-    work = t_mm + t_att + t_el + t_tp
+    work = t_mm + t_att + t_el + ct.recompute_s + t_tp
     bubble = work * (run.pp - 1) / run.microbatches
     grad_B = run.grad_bytes_per_param * run.params / (run.tp * run.pp)
     dp_cluster = _cluster(run.dp, 1, 1)
@@ -220,11 +277,7 @@ def budget(run: Run, device: str = "h100-sxm", dtype: str = "bf16", attention_ke
     window = (t_mm + t_att + t_el) * (2 / 3) / run.microbatches  # the last microbatch's backward pass
     exposed = max(0.0, rs - window) + max(0.0, ag - window)
     # failures: the rate per GPU-hour of Llama 3's snapshot, the time lost per interruption bounded by its >= 90 %
-    days, total = ref["llama3_interruption_snapshot_days"]["value"], ref["llama3_interruptions_total"]["value"]
-    unexpected, gpus = ref["llama3_unexpected_interruptions"]["value"], ref["llama3_interruption_gpus"]["value"]
-    lost_per_interruption_h = (1 - ref["llama3_effective_training_time_min"]["value"]) * days * 24 / total
-    rate_per_h = unexpected / (days * 24) * n / gpus
-    lost = rate_per_h * lost_per_interruption_h
+    lost, lost_per_interruption_h, rate_per_h = lost_share(n)
     subtotal = work + bubble + exposed
     step = subtotal / (1 - lost)
     terms = (
@@ -235,6 +288,8 @@ def budget(run: Run, device: str = "h100-sxm", dtype: str = "bf16", attention_ke
                                  f"of the peak ({ref[attention_key]['source']})"),
         Term("norms, residuals, activations", t_el,
              "memory-bound element-wise traffic at the datasheet bandwidth (assumed passes, givens.yaml)"),
+    ) + ((Term("recomputation", ct.recompute_s, f"{run.recompute} recomputation (Korthikanti et al. 2022)"),)
+         if run.recompute != "none" else ()) + (
         Term("tensor-parallel all-reduces", t_tp, f"4 per layer and microbatch of {s_tokens * run.d_model * 2 / 1e6:.0f} "
                                                   f"MB, {ar.time_s * 1e3:.2f} ms each (x4lib.collectives, {ar.algorithm}),"
                                                   f" not overlapped"),

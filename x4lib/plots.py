@@ -443,3 +443,26 @@ def rate_vs_size(ax, series, xlabel: str = "matrix size n of an n³ matmul", yla
     ax.set_yscale("log")
     _finish(ax, xlabel, ylabel, legend_below=True, ncols=1)
     return ax
+
+
+# ------------------------------------------------------------------------------ capstone: the training planner
+
+def mfu_validation(ax, groups, band_pp: float = 10.0):
+    """Planner MFU against the MFU published runs reached, both in percent of the dense peak in one convention:
+    groups = [(label with its citation, [{x: published %, y: predicted %}])], drawn hollow (others' measurements
+    on the x axis); the dashed diagonal is a perfect prediction and the dotted lines ±``band_pp`` points."""
+    xs = [p[k] for _, pts in groups for p in pts for k in ("x", "y")]
+    lo, hi = max(0.0, min(xs) - 8), min(100.0, max(xs) + 8)
+    line = np.array([lo, hi])
+    ax.plot(line, line, linestyle="--", color="0.3", linewidth=1.0, label="prediction = published")
+    for d in (-band_pp, band_pp):
+        ax.plot(line, line + d, linestyle=":", color="0.5", linewidth=1.0)
+    ax.plot([], [], linestyle=":", color="0.5", label=text(f"±{band_pp:g} percentage points"))
+    for i, (label, pts) in enumerate(groups):
+        ax.plot([p["x"] for p in pts], [p["y"] for p in pts], label=text(label), color=f"C{i}",
+                **POINT_STYLES["theirs"])
+    ax.set_xlim(lo, hi)
+    ax.set_ylim(lo, hi)
+    _finish(ax, "published MFU, recomputed (% of dense BF16 peak)", "planner's MFU (% of dense BF16 peak)",
+            legend_below=True, ncols=2)
+    return ax
