@@ -141,7 +141,7 @@ def test_compute_time_by_hand(m70, big):
     est = P.estimate_step(m70, big, P.layout("quiz-70b"), efficiency=0.5)
     peak = specs.get("h100-sxm").peak_flop_per_s("bf16")
     T = 1024 * 4096
-    attn = 6 * 4096 * 4096 * 8192 * 80 * 1024 / 2
+    attn = 6 * 4096 * 4096 * 8192 * 80 * 1024  # PaLM: 12·L·h·s per token, halved (causal), × 1024·4096 tokens
     assert est.compute_s == pytest.approx((6 * m70.params * T + attn) / (1024 * peak * 0.5))
     assert est.backward_s == pytest.approx(2 * est.forward_s)
 
@@ -255,3 +255,14 @@ def test_published_check_against_the_model():
     assert big["model_busbw_Bps"] == pytest.approx(big["measured_busbw_Bps"], rel=0.10)
     for r in chk["rows"]:  # busbw = size / time x 2(n-1)/n holds for the stored measured rows (nccl-tests)
         assert r["measured_busbw_Bps"] == pytest.approx(r["size_B"] / r["measured_time_s"] * 2 * 1023 / 1024, rel=2e-3)
+
+
+def test_attention_flop_is_the_same_convention_as_the_mfu_budget(m70):
+    # chapter 03 and chapter 00 count causal attention alike: PaLM's 12·L·h·s per token, halved by the mask
+    from x4lib import mfu
+    lay = P.Layout(dp=4, tp=8, pp=4, seq=8192, global_batch_seqs=64)
+    run = mfu.Run(params=m70.params, layers=m70.layers, d_model=m70.hidden, ffn=m70.ffn, heads=64, kv_heads=8,
+                  seq_len=8192, global_batch_tokens=64 * 8192, tp=8, pp=4, dp=4)
+    per_token = mfu.attention_flop_per_token(run, causal=True)
+    assert P.attention_flop(m70, lay) == pytest.approx(per_token * lay.tokens_per_step)
+    assert P.step_flop(m70, lay) == pytest.approx((6 * m70.params + per_token) * lay.tokens_per_step)

@@ -54,7 +54,7 @@ def test_communication_is_chapter_03s_estimate(m70, quiz_plan):
     pm = parallelism.Model("m", "m", m70.params, 80, 8192, 64, 8, m70.ffn)
     pl = parallelism.Layout(dp=32, tp=8, pp=4, zero=1, seq=8192, global_batch_seqs=B70 // 8192)
     work = quiz_plan.compute_s + quiz_plan.other_s
-    flop = 6 * m70.params * B70 + 6 * 8192 ** 2 * 8192 * 80 * pl.micro_batches * 32 / 2
+    flop = 6 * m70.params * B70 + 6 * 8192 ** 2 * 8192 * 80 * pl.micro_batches * 32  # 6ND + causal attention
     eta = flop / (1024 * specs.get("h100-sxm").peak_flop_per_s("bf16") * work)
     est = parallelism.estimate_step(pm, clu, pl, efficiency=eta)
     assert est.compute_s == pytest.approx(work)  # the windows are this step's passes

@@ -5,7 +5,7 @@ Per optimizer step of B tokens on n accelerators of dense peak P [FLOP/s] (every
     ideal          t_ideal = 6·N·B / (n·P)                        the 6ND work at the peak (Kaplan et al. 2020)
     matmuls        t_mm    = t_ideal / e_mm                       e_mm: x4lib.matmul on the layer's GEMM shapes
                                                                   (forward, and the two backward GEMMs of each)
-    attention      t_att   = (6·L·d·T · B/2) / (n·P·e_att)        PaLM's 12·L·d·T FLOP per token (Chowdhery et
+    attention      t_att   = (12·L·d·T · B/2) / (n·P·e_att)      PaLM's 12·L·d·T FLOP per token (Chowdhery et
                                                                   al. 2022, App. B), halved by the causal mask
     elementwise    t_el    = 3·(a·d + b·f)·2 B · L·B / (n·W)       norms, residuals, SwiGLU at the memory
                                                                   bandwidth W (forward traffic, backward twice it)

@@ -33,7 +33,7 @@ the others, 1 for a point-to-point send: nccl-tests' busbw factors, :func:`x4lib
 Compute per GPU and step: (6·Ψ·T + 6·b·s²·h·L·(m·dp))/(n·P·η) with P the dense peak of the training precision and η
 the achievable fraction of it for large matmuls (default: the published maximum achievable matmul rate of the
 device, stas00-ml-engineering-accelerators; an optimistic ceiling). The second term is causal attention, which
-6ΨT leaves out; MFU here is chapter 00's: 6ΨT / (n·P·step time). The backward is 2/3 of the compute.
+6ΨT leaves out (PaLM's 12·L·h·s FLOP per token, chowdhery-2022, halved by the causal mask); MFU here is chapter 00's: 6ΨT / (n·P·step time). The backward is 2/3 of the compute.
 
 Overlap: a collective hides behind the compute window named above, minus its first (or last) layer's share, which
 can never overlap (nothing to prefetch before the first layer; nothing left after the last one's gradients):
@@ -364,6 +364,19 @@ def default_efficiency(device_id: str, dtype: str = "bf16") -> tuple[float, str]
     return best["value"] * 1e12 / specs.get(device_id).peak_flop_per_s(dtype), best["id"]
 
 
+def attention_flop(mdl: Model, lay: Layout) -> float:
+    """Causal attention FLOP of one step on all GPUs: PaLM's 12·L·h·s per token (chowdhery-2022, App. B), halved
+    by the causal mask, over b·s·m·dp tokens = 6·b·s²·h·L·m·dp; 0 for a model without a shape."""
+    if not mdl.has_shape:
+        return 0.0
+    return 6.0 * lay.micro_batch * lay.seq ** 2 * mdl.hidden * mdl.layers * lay.micro_batches * lay.dp
+
+
+def step_flop(mdl: Model, lay: Layout) -> float:
+    """The FLOP of one training step on all GPUs: 6·Ψ·T (T tokens per step) plus :func:`attention_flop`."""
+    return 6.0 * mdl.params * lay.tokens_per_step + attention_flop(mdl, lay)
+
+
 def estimate_step(mdl: Model, clu: Cluster, lay: Layout, efficiency: float | None = None,
                   dtype: str = "bf16") -> StepEstimate:
     """Every collective of ``lay`` with its time and exposed part, the compute, the bubble (module docstring)."""
@@ -381,9 +394,8 @@ def estimate_step(mdl: Model, clu: Cluster, lay: Layout, efficiency: float | Non
     L = mdl.layers or 1
     Ls = max(1, L // lay.pp) if mdl.layers else 1
     h = mdl.hidden or 0
-    tokens = lay.tokens_per_step
-    attn_flop = 6 * b * s * s * h * L * m * lay.dp / 2 if mdl.has_shape else 0.0  # causal: half the score matrix
-    compute = (6 * mdl.params * tokens + attn_flop) / (lay.n_gpus * rate)
+    attn_flop = attention_flop(mdl, lay)
+    compute = step_flop(mdl, lay) / (lay.n_gpus * rate)
     mb_fwd, mb_bwd = compute / m / 3, 2 * compute / m / 3
     attention = attn_flop / (lay.n_gpus * rate)
     bubble = (lay.pp - 1) / m * compute if lay.pp > 1 else 0.0

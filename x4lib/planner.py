@@ -269,8 +269,7 @@ def evaluate(model: Model, lay: Layout, device: str, global_batch_tokens: int, g
     # chapter 03's estimate takes a compute efficiency; give it the one that reproduces this work, so that its
     # overlap windows are this step's forward and backward passes
     peak = specs.get(device).peak_flop_per_s(dtype)
-    causal_attn = 6 * lay.micro_batch * model.seq ** 2 * model.hidden * model.layers * pl.micro_batches * lay.dp / 2
-    eta = (6 * model.params * global_batch_tokens + causal_attn) / (lay.n_gpus * peak * work)
+    eta = parallelism.step_flop(pm, pl) / (lay.n_gpus * peak * work)
     est = parallelism.estimate_step(pm, clu, pl, efficiency=min(1.0, eta), dtype=dtype)
     by = {}
     for c in est.comms:
