@@ -50,6 +50,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "checkpoint-interval": ("x4lib.reliability", "checkpoint interval (Daly/Young) and goodput for a job's MTBF"),
     "peak": ("x4lib.peaks", "a peak rate from first principles: units × FLOP per clock × clock, against the catalog"),
     "systolic": ("x4lib.systolic", "simulate a weight-stationary systolic array: cycles, MACs, utilisation"),
+    "landscape": ("x4lib.landscape", "every accelerator on one basis (dense, per chip, per direction, GB = 1e9 B)"),
+    "choose": ("x4lib.choose", "rank the catalog's accelerators for a workload and name the deciding constraint"),
 }
 
 PROG = "python -m x4lib"
