@@ -43,6 +43,8 @@ Concept modules (the models; one hop from a number on a page to the code that ma
     nbtools      the jupytext pairs book/*.md ↔ notebooks/*.ipynb
     peaks        peak rates from first principles: units × FLOP per clock × clock, this CPU detected from its flags
     systolic     a cycle-level weight-stationary systolic-array simulator and its cycle formula
+    landscape    every accelerator on one basis (dense, per chip, per direction, GB = 1e9 B), price per PFLOP-hour
+    choose       rank the catalog's accelerators for a workload and name the constraint that decided
     simt         SIMT on a GPU SM: occupancy, divergent branches, Little's law for bytes in flight
     host         the host's job in a GPU server: input pipeline against GPU rate, PCIe per direction
     facts        sourced values that are not catalog devices (x4lib/data/facts/*.yaml)
@@ -64,7 +66,7 @@ __all__ = ["bench", "bib", "claims", "cli", "clusters", "collectives", "commbenc
            "specs", "tables",
            "links", "topology", "parallelism", "topo", "doctor", "formats", "inference", "mig", "nvlink",
            "carbon", "datacenter", "reliability", "runcost", "serving", "storage", "tco",
-           "peaks", "systolic", "simt", "host", "facts", "matmul", "mfu"]
+           "peaks", "systolic", "simt", "host", "facts", "matmul", "mfu", "landscape", "choose"]
 
 
 def __getattr__(name: str):
