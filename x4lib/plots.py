@@ -500,3 +500,29 @@ def achievable_bars(ax, rows):
     ax.invert_yaxis()
     _finish(ax, "dense BF16 (TFLOP/s)", "", legend_below=True, ncols=2)
     return ax
+
+
+def pair_bars(ax, rows):
+    """Chapter 05: two chips under each workload, each score as a fraction of the better of the two, with the
+    deciding constraint written on the bar. ``rows``: [{workload, device, score, constraint}], two per workload."""
+    workloads = list(dict.fromkeys(r["workload"] for r in rows))
+    devices = list(dict.fromkeys(r["device"] for r in rows))
+    h = 0.38
+    for j, dev in enumerate(devices):
+        ys, xs, notes = [], [], []
+        for i, w in enumerate(workloads):
+            pair = [r for r in rows if r["workload"] == w]
+            best = max(r["score"] for r in pair) or 1.0
+            r = next(r for r in pair if r["device"] == dev)
+            ys.append(i + (j - 0.5) * h)
+            xs.append(r["score"] / best)
+            notes.append(r["constraint"])
+        ax.barh(ys, xs, height=h, color=f"C{j}", label=text(dev))
+        for y, x, note in zip(ys, xs, notes):
+            ax.annotate(text(note), (x, y), xytext=(4, 0), textcoords="offset points", va="center",
+                        fontsize=NOTE_PT - 1)
+    ax.set_yticks(range(len(workloads)), [text(w) for w in workloads])
+    ax.invert_yaxis()
+    ax.set_xlim(0, 1.45)
+    _finish(ax, "score as a fraction of the better chip (model, upper bounds)", "", legend_below=True, ncols=2)
+    return ax

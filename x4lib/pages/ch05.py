@@ -140,8 +140,8 @@ def compare(a: str, b: str, workload: str) -> dict:
     return {"a": ca, "b": cb, "ratio": ratio, "unit": doc["assumptions"]["score_unit"]}
 
 
-def compare_table(a: str = PAIR[0], b: str = PAIR[1]):
-    """The static fallback of the explorer: the pair under every workload."""
+def compare_rows(a: str = PAIR[0], b: str = PAIR[1]) -> list[dict]:
+    """The pair under every workload: one row per workload and chip."""
     rows = []
     for w in choose.WORKLOADS:
         c = compare(a, b, w)
@@ -149,6 +149,12 @@ def compare_table(a: str = PAIR[0], b: str = PAIR[1]):
             x = c[side]
             rows.append({"workload": w, "device": x["device"], "score": x["score"],
                          "constraint": x["deciding_constraint"], "unit": c["unit"]})
+    return rows
+
+
+def compare_table(a: str = PAIR[0], b: str = PAIR[1]):
+    """The static fallback of the explorer, as a table: the pair under every workload."""
+    rows = compare_rows(a, b)
     cols = {"workload": Col("workload"), "device": Col("device"), "score": Col("score", fmt="{:,.0f}"),
             "unit": Col("score unit", wrap=True), "constraint": Col("deciding constraint")}
     return table(rows, cols)
