@@ -9,7 +9,7 @@ from x4lib import specs
 REQUIRED_IDS = ["i5-8250u", "a100-sxm-40gb", "a100-sxm-80gb", "a100-pcie-80gb", "h100-sxm", "h100-pcie",
                 "h100-nvl", "h200-sxm", "b200", "gb200", "mi300x", "mi325x", "gaudi3", "tpu-v4", "tpu-v5e",
                 "tpu-v5p", "trn1", "trn2", "wse-3", "groq-lpu",
-                "b300", "gb300"]
+                "b300", "gb300", "mi355x", "mi350x", "tpu-v6e", "tpu7x", "trn3", "rubin", "mi455x"]
 
 
 @pytest.fixture(scope="module")

@@ -43,6 +43,8 @@ Concept modules (the models; one hop from a number on a page to the code that ma
     nbtools      the jupytext pairs book/*.md ↔ notebooks/*.ipynb
     peaks        peak rates from first principles: units × FLOP per clock × clock, this CPU detected from its flags
     systolic     a cycle-level weight-stationary systolic-array simulator and its cycle formula
+    landscape    every accelerator on one basis (dense, per chip, per direction, GB = 1e9 B), price per PFLOP-hour
+    choose       rank the catalog's accelerators for a workload and name the constraint that decided
     simt         SIMT on a GPU SM: occupancy, divergent branches, Little's law for bytes in flight
     host         the host's job in a GPU server: input pipeline against GPU rate, PCIe per direction
     facts        sourced values that are not catalog devices (x4lib/data/facts/*.yaml)
@@ -50,7 +52,7 @@ Concept modules (the models; one hop from a number on a page to the code that ma
     cli          ``python -m x4lib``: the command line's framework
 
 Page helpers (what one page draws, apart from the models): ``x4lib.pages.<page>`` — ``ch00``, ``ch01``, ``ch02``,
-``ch03``, ``ch04``, ``lab00``, ``lab01``, and ``doctor_cases`` (the stored cases the labs show).
+``ch03``, ``ch04``, ``ch05``, ``capstone``, ``lab00``, ``lab01``, and ``doctor_cases`` (the stored cases the labs show).
 
 Inside x4lib every quantity is in SI base units with the unit in its name (``memory_bw_Bps``,
 ``peak_flop_per_s``, ``tdp_W``); display units (TFLOP/s, GB/s) appear only in the data files, the command-line
@@ -65,7 +67,8 @@ __all__ = ["bench", "bib", "claims", "cli", "clusters", "collectives", "commbenc
            "specs", "tables",
            "links", "topology", "parallelism", "topo", "doctor", "formats", "inference", "mig", "nvlink",
            "carbon", "datacenter", "reliability", "runcost", "serving", "storage", "tco",
-           "peaks", "systolic", "simt", "host", "facts", "matmul", "mfu", "planner"]
+           "peaks", "systolic", "simt", "host", "facts", "matmul", "mfu", "planner",
+           "landscape", "choose"]
 
 
 def __getattr__(name: str):

@@ -51,6 +51,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "peak": ("x4lib.peaks", "a peak rate from first principles: units × FLOP per clock × clock, against the catalog"),
     "systolic": ("x4lib.systolic", "simulate a weight-stationary systolic array: cycles, MACs, utilisation"),
     "plan": ("x4lib.planner", "lay out a training run: the layout that fits and runs fastest, MFU, days, cost, energy"),
+    "landscape": ("x4lib.landscape", "every accelerator on one basis (dense, per chip, per direction, GB = 1e9 B)"),
+    "choose": ("x4lib.choose", "rank the catalog's accelerators for a workload and name the deciding constraint"),
 }
 
 PROG = "python -m x4lib"

@@ -466,3 +466,86 @@ def mfu_validation(ax, groups, band_pp: float = 10.0):
     _finish(ax, "published MFU, recomputed (% of dense BF16 peak)", "planner's MFU (% of dense BF16 peak)",
             legend_below=True, ncols=2)
     return ax
+
+
+def landscape_scatter(ax, pts, ridges=(100, 300, 1000)):
+    """Chapter 05: dense BF16 peak against memory bandwidth, one marker per chip (vendor figures, not
+    measurements): shipping parts filled circles, announced parts hollow squares; dotted lines of constant ridge
+    point (FLOP/B = peak / bandwidth). Chips on (nearly) the same point share one label.
+    ``pts``: [{device, status, bw_tb_s, bf16_tflops}]."""
+    xs = [p["bw_tb_s"] for p in pts]
+    lo, hi = min(xs) * 0.7, max(xs) * 1.4
+    ylo, yhi = min(p["bf16_tflops"] for p in pts) * 0.6, max(p["bf16_tflops"] for p in pts) * 1.6
+    x = np.geomspace(lo, hi, 50)
+    for r in ridges:
+        ax.plot(x, x * r, color="0.6", linestyle=":", linewidth=1)
+        xa = min(hi / 1.1, yhi / 1.3 / r)
+        ax.annotate(f"{r} FLOP/B", (xa, xa * r), fontsize=NOTE_PT, color="0.4", ha="right", va="bottom")
+    for status, style in (("shipping", dict(marker="o", color="C0")),
+                          ("announced", dict(marker="s", color="C3", fillstyle="none"))):
+        sel = [p for p in pts if p["status"] == status]
+        if sel:
+            ax.plot([p["bw_tb_s"] for p in sel], [p["bf16_tflops"] for p in sel], linestyle="none", markersize=7,
+                    label=f"{status} (vendor figures)", **style)
+    groups: dict = {}
+    for p in pts:
+        key = (round(float(np.log10(p["bw_tb_s"])), 1), round(float(np.log10(p["bf16_tflops"])), 1))
+        groups.setdefault(key, []).append(p)
+    for grp in groups.values():
+        ax.annotate(text(" / ".join(p["device"] for p in grp)), (grp[0]["bw_tb_s"], grp[0]["bf16_tflops"]),
+                    fontsize=NOTE_PT - 1, xytext=(4, 3), textcoords="offset points")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlim(lo, hi)
+    ax.set_ylim(ylo, yhi)
+    _finish(ax, "memory bandwidth per chip (TB/s, TB = 1e12 B)", "dense BF16 peak per chip (TFLOP/s)",
+            legend_below=True, ncols=2)
+    return ax
+
+
+def achievable_bars(ax, rows):
+    """Chapter 05: per device the dense BF16 peak (bar), the best published measurement (hollow diamond, others',
+    cited) and the achievable-rates model at 8192³ (dashed tick). ``rows``: landscape.achievable_bf16 dicts."""
+    names = [r["device"] for r in rows]
+    y = np.arange(len(rows))
+    ax.barh(y, [r["peak_tflops"] for r in rows], color="0.85", label="dense peak (catalog)")
+    meas = [(i, r["measured_tflops"]) for i, r in enumerate(rows) if r["measured_tflops"]]
+    if meas:
+        ax.plot([m for _, m in meas], [i for i, _ in meas], label="best published measurement (others')",
+                color="C1", **POINT_STYLES["theirs"])
+    first = True
+    for i, r in enumerate(rows):
+        if r["model_tflops"]:
+            ax.plot([r["model_tflops"]] * 2, [i - 0.35, i + 0.35], color="C0", linestyle="--", linewidth=1.5,
+                    label="model at 8192³ (x4lib.matmul)" if first else None)
+            first = False
+    ax.set_yticks(y, [text(n) for n in names])
+    ax.invert_yaxis()
+    _finish(ax, "dense BF16 (TFLOP/s)", "", legend_below=True, ncols=2)
+    return ax
+
+
+def pair_bars(ax, rows):
+    """Chapter 05: two chips under each workload, each score as a fraction of the better of the two, with the
+    deciding constraint written on the bar. ``rows``: [{workload, device, score, constraint}], two per workload."""
+    workloads = list(dict.fromkeys(r["workload"] for r in rows))
+    devices = list(dict.fromkeys(r["device"] for r in rows))
+    h = 0.38
+    for j, dev in enumerate(devices):
+        ys, xs, notes = [], [], []
+        for i, w in enumerate(workloads):
+            pair = [r for r in rows if r["workload"] == w]
+            best = max(r["score"] for r in pair) or 1.0
+            r = next(r for r in pair if r["device"] == dev)
+            ys.append(i + (j - 0.5) * h)
+            xs.append(r["score"] / best)
+            notes.append(r["constraint"])
+        ax.barh(ys, xs, height=h, color=f"C{j}", label=text(dev))
+        for y, x, note in zip(ys, xs, notes):
+            ax.annotate(text(note), (x, y), xytext=(4, 0), textcoords="offset points", va="center",
+                        fontsize=NOTE_PT - 1)
+    ax.set_yticks(range(len(workloads)), [text(w) for w in workloads])
+    ax.invert_yaxis()
+    ax.set_xlim(0, 1.45)
+    _finish(ax, "score as a fraction of the better chip (model, upper bounds)", "", legend_below=True, ncols=2)
+    return ax

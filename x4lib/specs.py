@@ -120,6 +120,8 @@ class Device:
     released: int | None = None
     unpublished: tuple[Mapping[str, str], ...] = ()
     peak_basis: Mapping | None = None
+    status: str = "shipping"  # "shipping" or "announced" (the vendor's figures are preliminary)
+    status_source: str | None = None
 
     def get(self, field: str) -> Value | None:
         return self.values.get(field)
@@ -157,7 +159,8 @@ class Device:
 
     def to_json(self) -> dict:
         out = {"id": self.id, "name": self.name, "vendor": self.vendor, "kind": self.kind,
-               "scope": self.scope, "values": {f: v.to_json() for f, v in self.values.items()}}
+               "scope": self.scope, "status": self.status,
+               "values": {f: v.to_json() for f, v in self.values.items()}}
         if self.unpublished:
             out["unpublished"] = [dict(u) for u in self.unpublished]
         if self.peak_basis:
@@ -239,9 +242,12 @@ def parse_device(record: dict, origin: str = "<record>") -> Device:
         values[field] = Value(field=field, **{k: raw[k] for k in raw if k in
                                               ("value", "unit", "source", "accessed", "note",
                                                "sparsity", "direction")})
+    status = record.get("status", "shipping")
+    if status == "announced" and "released" in record:
+        raise CatalogError(f"{origin}: {dev_id}: an announced part has no 'released' year; drop one of the two")
     return Device(id=dev_id, name=record["name"], vendor=record["vendor"], kind=record["kind"],
                   scope=record["scope"], values=MappingProxyType(values),
-                  released=record.get("released"),
+                  released=record.get("released"), status=status, status_source=record.get("status_source"),
                   unpublished=tuple(MappingProxyType(u) for u in record.get("unpublished", [])),
                   peak_basis=MappingProxyType(record["peak_basis"]) if "peak_basis" in record else None)
 
