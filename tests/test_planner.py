@@ -175,6 +175,14 @@ def test_a_broken_runs_file_is_refused(tmp_path):
     bad.write_text(yaml.safe_dump(doc))
     with pytest.raises(planner.RunsDataError, match="quality"):
         planner.published_runs(bad)
+    doc["runs"][0]["quality"] = "A"
+    doc["runs"][0]["published"]["value"] = float("nan")
+    bad.write_text(yaml.safe_dump(doc))
+    with pytest.raises(planner.RunsDataError, match="runs/0/published/value: nan is not a finite number"):
+        planner.published_runs(bad)
+    bad.write_bytes(b"runs: [\xff]")
+    with pytest.raises(planner.RunsDataError, match="runs.yaml: cannot be read"):
+        planner.published_runs(bad)
 
 
 def test_validation_gives_a_prediction_for_every_run():

@@ -53,6 +53,8 @@ def test_a_forced_algorithm_is_one_the_model_knows():
     (lambda d: d["logs"]["nccl-tests_h100-80gb-x16_2node_all_reduce_nccltests309-qoofyk.log"]["cluster"].pop(
         "nics_per_node"), "nics_per_node"),
     (lambda d: d["logs"]["nccl-tests_h100-80gb-x16_2node_all_reduce_nccltests290.log"].pop("why"), "why"),
+    (lambda d: d["logs"]["nccl-tests_h100-80gb-x16_2node_all_reduce_nccltests309-qoofyk.log"]["cluster"].update(
+        nic_gbit_s=float("inf")), "not a finite number"),
 ])
 def test_a_broken_mapping_is_refused_naming_the_entry(tmp_path, mutate, needle):
     raw = yaml.safe_load(published.PUBLIC_LOGS_PATH.read_text())

@@ -555,25 +555,11 @@ class RunsDataError(ValueError):
 def published_runs(path=RUNS_PATH) -> tuple:
     """The runs of training_runs.yaml, validated (JSON Schema, finite numbers, catalog devices, cluster presets,
     degrees that multiply to the GPU count)."""
-    import json
     from pathlib import Path
-
-    import jsonschema
-    import yaml
     name = Path(path).name
-    try:
-        doc = specs.plain(yaml.safe_load(Path(path).read_text(encoding="utf-8")))
-        jsonschema.validate(doc, json.loads(RUNS_SCHEMA.read_text()))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-        raise RunsDataError(f"{name}: cannot be read: {exc}") from None
-    except jsonschema.ValidationError as exc:
-        at = "/".join(str(p) for p in exc.absolute_path) or "(top level)"
-        raise RunsDataError(f"{name}: {at}: {exc.message}") from None
+    doc = specs.load_document(path, RUNS_SCHEMA, RunsDataError)
     for r in doc["runs"]:
         where = f"{name}: {r['id']}"
-        nums = [*r["model"].values(), r["published"]["value"]]
-        if any(isinstance(v, float) and not math.isfinite(v) for v in nums):
-            raise RunsDataError(f"{where}: a number is not finite")
         try:
             specs.get(r["device"])
             parallelism.cluster(r["cluster"])

@@ -53,20 +53,8 @@ def rentals(catalog_id: str | None = None) -> list[dict]:
 @functools.lru_cache(maxsize=2)
 def public_logs(path: Path = PUBLIC_LOGS_PATH) -> dict:
     """Every stored public log (file name -> its entry), validated: JSON Schema, a catalog device, a stored file."""
-    import json
-
-    import jsonschema
-    import yaml
-
     from x4lib import specs
-    try:
-        data = specs.plain(yaml.safe_load(Path(path).read_text(encoding="utf-8")))
-        jsonschema.validate(data, json.loads(PUBLIC_LOGS_SCHEMA.read_text()))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-        raise PublicLogsError(f"{Path(path).name}: cannot be read: {exc}") from None
-    except jsonschema.ValidationError as exc:
-        at = "/".join(str(p) for p in exc.absolute_path) or "(top level)"
-        raise PublicLogsError(f"{Path(path).name}: {at}: {exc.message}") from None
+    data = specs.load_document(path, PUBLIC_LOGS_SCHEMA, PublicLogsError)
     for name, entry in data["logs"].items():
         try:
             specs.get(entry["cluster"]["device"])

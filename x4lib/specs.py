@@ -210,6 +210,18 @@ def check_document(doc, schema_path: Path, origin: str, error: type[Exception] =
         raise error(f"{origin}: {at}: {exc.message}") from None
 
 
+def load_document(path: Path, schema_path: Path, error: type[Exception] = ValueError):
+    """Read a YAML data file of the book and :func:`check_document` it; ``error`` names the file on any problem
+    (unreadable, not UTF-8, not YAML, a non-finite number, the schema broken). Dates stay ISO strings."""
+    name = Path(path).name
+    try:
+        doc = plain(yaml.safe_load(Path(path).read_text(encoding="utf-8")))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        raise error(f"{name}: cannot be read: {exc}") from None
+    check_document(doc, schema_path, name, error)
+    return doc
+
+
 def parse_device(record: dict, origin: str = "<record>") -> Device:
     """Validate one record (schema + catalog rules) and build a :class:`Device`.
 
