@@ -9,7 +9,7 @@ import pytest
 
 from conftest import load_schema, run_cli
 from x4lib import collectives as co
-from x4lib import clusters, specs
+from x4lib import clusters, nccl_tuner, specs
 
 US = 1e-6
 
@@ -60,18 +60,18 @@ def h100_node(**kw):
 
 
 def test_nccl_sees_nvlink_as_links_times_its_per_link_figure():
-    assert co.intra_bw_Bps(h100_node()) == pytest.approx(18 * 20.6e9)          # 370.8 GB/s of 450
-    assert co.intra_bw_Bps(clusters.get("2x8-a100-ib200")) == pytest.approx(12 * 20e9)
-    assert co.intra_bw_Bps(h100_node(intra_efficiency=0.5)) == pytest.approx(225e9)  # an override wins
+    assert nccl_tuner.intra_bw_Bps(h100_node()) == pytest.approx(18 * 20.6e9)          # 370.8 GB/s of 450
+    assert nccl_tuner.intra_bw_Bps(clusters.get("2x8-a100-ib200")) == pytest.approx(12 * 20e9)
+    assert nccl_tuner.intra_bw_Bps(h100_node(intra_efficiency=0.5)) == pytest.approx(225e9)  # an override wins
 
 
 def test_graphs_hand_traced():
-    one = co.graphs(h100_node())
+    one = nccl_tuner.graphs(h100_node())
     assert (one["ring"].channels, one["ring"].bw_GBps) == (12, 30.0)        # 6 x 60, duplicated at half speed
     assert (one["nvls"].channels, one["nvls"].bw_intra_GBps, one["nvls"].bw_inter_GBps) == (8, 40.0, 60.0)
-    two = co.graphs(clusters.get("2x8-h100-ib400"))
+    two = nccl_tuner.graphs(clusters.get("2x8-h100-ib400"))
     assert (two["ring"].channels, two["ring"].bw_GBps) == (8, 48.0)          # one channel per 400 Gb/s NIC
-    a100 = co.graphs(clusters.get("2x8-a100-ib200"))
+    a100 = nccl_tuner.graphs(clusters.get("2x8-a100-ib200"))
     assert (a100["ring"].channels, a100["ring"].bw_GBps) == (8, 24.0) and a100["ring"].limited_by == "network"
     assert "nvls" not in a100
 
@@ -210,7 +210,7 @@ def test_in_network_reduction_busbw_can_exceed_line_rate():
 
 
 def test_tuning_file_names_a_source_line_for_every_table():
-    t = co.tuning()
+    t = nccl_tuner.tuning()
     for key, entry in t.items():
         if isinstance(entry, dict) and "value" in entry and key not in ("devices",):
             assert entry["source"]["file"].startswith("src/") and entry["source"]["lines"], key
@@ -219,13 +219,13 @@ def test_tuning_file_names_a_source_line_for_every_table():
 
 @pytest.mark.parametrize("bad,needle", [(".nan", "not a finite number"), ("-1.0", "minimum")])
 def test_a_broken_tuning_file_is_refused(tmp_path, bad, needle):
-    text = co.TUNING_PATH.read_text()
+    text = nccl_tuner.TUNING_PATH.read_text()
     broken = text.replace("tree: [6.8, 14.0, 8.4]", f"tree: [{bad}, 14.0, 8.4]", 1)
     assert broken != text
     path = tmp_path / "nccl_tuning.yaml"
     path.write_text(broken)
-    with pytest.raises(co.TuningError, match=needle):
-        co.tuning(path)
+    with pytest.raises(nccl_tuner.TuningError, match=needle):
+        nccl_tuner.tuning(path)
 
 
 # --- CLI ---------------------------------------------------------------------------------------------------------

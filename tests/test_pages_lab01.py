@@ -4,7 +4,7 @@ import statistics
 import pytest
 
 from conftest import ROOT
-from x4lib import collectives, runs, sizes
+from x4lib import collectives, nccl_tuner, runs, sizes
 from x4lib.pages import lab01 as page
 
 V1 = ROOT / "tests" / "data" / "runs" / "lab01-v1"
@@ -175,7 +175,7 @@ def test_the_protocol_table_reads_nccls_constants():
     rows = {r["protocol"]: r for r in page.protocol_rows()}
     assert rows["LL"]["ring bandwidth factor"] == 0.5 and rows["Simple"]["ring bandwidth factor"] == 1.0
     assert rows["LL"]["per NVLink step (µs)"] < rows["LL128"]["per NVLink step (µs)"] < rows["Simple"]["per NVLink step (µs)"]
-    assert rows["Simple"]["per network step (µs)"] == collectives.tuning()["hw_latency_us"]["value"]["net"]["ring"][2]
+    assert rows["Simple"]["per network step (µs)"] == nccl_tuner.tuning()["hw_latency_us"]["value"]["net"]["ring"][2]
 
 
 def test_the_choice_table_covers_every_size_once():

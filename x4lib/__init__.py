@@ -25,6 +25,7 @@ Concept modules (the models; one hop from a number on a page to the code that ma
     commbench    the collective benchmark (nccl-tests' table) }
     sizes        message sizes as nccl-tests writes them
     collectives  nccl-tests' bandwidth conventions and the α–β collective models
+    nccl_tuner   NCCL's tuner as data and arithmetic: constants, the graph it searches, each (algorithm, protocol) option
                  and NCCL's own cost model (x4lib/data/nccl_tuning.yaml): algorithm and protocol per size
     clusters     two-level cluster presets for the collective models
     links        the link hierarchy (PCIe, NVLink, NVSwitch, InfiniBand, Ethernet, ICI), per direction and both
@@ -68,7 +69,7 @@ __all__ = ["bench", "bib", "claims", "cli", "clusters", "collectives", "commbenc
            "links", "topology", "parallelism", "topo", "doctor", "formats", "inference", "mig", "nvlink",
            "carbon", "datacenter", "reliability", "runcost", "serving", "storage", "tco",
            "peaks", "systolic", "simt", "host", "facts", "matmul", "mfu", "planner",
-           "landscape", "choose"]
+           "landscape", "choose", "nccl_tuner"]
 
 
 def __getattr__(name: str):

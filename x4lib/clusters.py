@@ -40,7 +40,7 @@ class Link:
     """One link kind. ``bw_Bps`` is the line rate per direction: per GPU for an intra-node link (``nvlink`` or
     ``pcie``), per NIC for a ``network`` link (``network`` names the fabric: infiniband, roce, efa, tcpxo,
     ethernet). ``in_network`` says whether the switch can reduce (NVLink SHARP / IB SHARP). ``efficiency``, when
-    set, overrides the fraction of the line rate NCCL's graph uses (None: NCCL's own figure, see collectives)."""
+    set, overrides the fraction of the line rate NCCL's graph uses (None: NCCL's own figure, see x4lib.nccl_tuner)."""
     name: str
     kind: str  # "nvlink" | "pcie" | "network"
     bw_Bps: float
@@ -165,8 +165,8 @@ def parse_cluster(cid: str, raw: Mapping, origin: str = "clusters.yaml") -> Clus
 
 def arch_of(device: str, where: str = "cluster") -> str:
     """NCCL's architecture class of a catalog GPU (nccl_tuning.yaml ``devices``); ClusterError if it has none."""
-    from x4lib import collectives
-    arches = collectives.tuning()["devices"]["value"]
+    from x4lib import nccl_tuner
+    arches = nccl_tuner.tuning()["devices"]["value"]
     if device not in arches:
         raise ClusterError(f"{where}: device {device!r} has no NCCL architecture in nccl_tuning.yaml "
                            f"(known: {', '.join(sorted(arches))})")
@@ -254,21 +254,21 @@ def with_in_network(cluster: Cluster, nvls: bool | None = None, ib_sharp: bool |
 
 def summary(cluster: Cluster) -> dict:
     """Display edge: the cluster's parameters in display units (GB/s, Gb/s) with their sources, what NCCL's graph
-    makes of them (channels and per-channel bandwidth, x4lib.collectives.graphs), and the model's stated
+    makes of them (channels and per-channel bandwidth, x4lib.nccl_tuner.graphs), and the model's stated
     assumptions (collective-predict --json and the lab page's preset table)."""
-    from x4lib import collectives
+    from x4lib import collectives, nccl_tuner
     c = cluster
-    g = collectives.graphs(c)
+    g = nccl_tuner.graphs(c)
     return {
         "model_version": collectives.MODEL_VERSION,
-        "nccl_version": collectives.tuning()["nccl"]["tag"],
+        "nccl_version": nccl_tuner.tuning()["nccl"]["tag"],
         "cluster_name": c.name,
         "nodes": c.nodes, "gpus_per_node": c.gpus_per_node, "n_ranks": c.n_ranks,
         "device": c.device, "arch": c.arch, "cpu": c.cpu,
         "intra_link": c.intra.name,
         "intra_bw_gb_s_per_direction_per_gpu": c.intra.bw_Bps / 1e9,
-        "intra_efficiency": collectives.intra_bw_Bps(c) / c.intra.bw_Bps,
-        "intra_nccl_gb_s_per_direction_per_gpu": collectives.intra_bw_Bps(c) / 1e9,
+        "intra_efficiency": nccl_tuner.intra_bw_Bps(c) / c.intra.bw_Bps,
+        "intra_nccl_gb_s_per_direction_per_gpu": nccl_tuner.intra_bw_Bps(c) / 1e9,
         "nics_per_node": c.nics_per_node,
         "network": c.nic.network if c.nic else None,
         "nic_link": c.nic.name if c.nic else None,
@@ -277,7 +277,7 @@ def summary(cluster: Cluster) -> dict:
         "node_network_gb_s_per_direction_line_rate": c.node_line_rate_Bps / 1e9,
         "ring_channels": g["ring"].channels, "ring_gb_s_per_channel": g["ring"].bw_GBps,
         "ring_bus_gb_s": g["ring"].channels * g["ring"].bw_GBps,
-        "nvls_available": bool(c.intra.in_network and collectives.nvls_supported(c)),
+        "nvls_available": bool(c.intra.in_network and nccl_tuner.nvls_supported(c)),
         "ib_sharp_available": bool(c.nic and c.nic.in_network),
         "units": "GB = 1e9 B; Gb = 1e9 bit; link rates per direction",
         "size_suffixes": "K/M/G = powers of two (nccl-tests); KB/MB/GB = powers of ten; KiB/MiB/GiB = powers of two",

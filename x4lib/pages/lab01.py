@@ -12,7 +12,7 @@ from pathlib import Path
 
 import math
 
-from x4lib import clusters, collectives as coll, fitting, nccl_log, published, sizes
+from x4lib import clusters, collectives as coll, fitting, nccl_log, nccl_tuner, published, sizes
 from x4lib.runs import Run
 
 ROOT = Path(__file__).resolve().parent.parent.parent
@@ -457,7 +457,7 @@ _PROTOCOL_WIRE = {"LL": "8 bytes of data and 8 of flags in each 16-byte line",
 def protocol_rows() -> list[dict]:
     """NCCL's three protocols as its tuner prices them on a ring (x4lib/data/nccl_tuning.yaml): what a line
     carries, the bandwidth factor, the fixed cost per call and the latency per NVLink and per network step."""
-    t = coll.tuning()
+    t = nccl_tuner.tuning()
     f = t["protocol_factors"]["value"]
     factor = {"LL": f["ring_ll"], "LL128": f["ring_ll128"], "Simple": 1.0}
     out = []
