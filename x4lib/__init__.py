@@ -25,8 +25,8 @@ Concept modules (the models; one hop from a number on a page to the code that ma
     commbench    the collective benchmark (nccl-tests' table) }
     sizes        message sizes as nccl-tests writes them
     collectives  nccl-tests' bandwidth conventions and the α–β collective models
-    nccl_tuner   NCCL's tuner as data and arithmetic: constants, the graph it searches, each (algorithm, protocol) option
                  and NCCL's own cost model (x4lib/data/nccl_tuning.yaml): algorithm and protocol per size
+    nccl_tuner   NCCL's tuner as data and arithmetic: constants, the graph it searches, each (algorithm, protocol) option
     clusters     two-level cluster presets for the collective models
     links        the link hierarchy (PCIe, NVLink, NVSwitch, InfiniBand, Ethernet, ICI), per direction and both
     topology     fat tree, rail-optimised fat tree, torus and dragonfly as computable objects
