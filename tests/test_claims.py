@@ -7,7 +7,7 @@ import pytest
 import yaml
 
 from conftest import ROOT, run_cli
-from x4lib import bib, claims, cli
+from x4lib import bib, claims, cli, myst_blocks
 
 BIB = """\
 @misc{nvidia-h100-datasheet,
@@ -282,7 +282,7 @@ def test_parser_on_a_page_with_every_kind_of_block(book):
 
 
 def test_blocks_skip_code_math_options_and_nested_fences():
-    blocks = list(claims.iter_blocks(textwrap.dedent(PAGE)))
+    blocks = list(myst_blocks.iter_blocks(textwrap.dedent(PAGE)))
     text = "\n".join(b.text for b in blocks)
     for hidden in ("989  #", "1.5\\times", "front matter", "42 GB", ":class:", ":label:", "tags", "1979 / 2"):
         assert hidden not in text, hidden
@@ -294,7 +294,7 @@ def test_blocks_skip_code_math_options_and_nested_fences():
 def test_myst_extensions_are_those_of_the_book():
     """The checker parses pages with the extensions the book is built with."""
     config = yaml.safe_load((ROOT / "_config.yml").read_text())
-    assert set(claims.MYST_EXTENSIONS) == set(config["parse"]["myst_enable_extensions"])
+    assert set(myst_blocks.MYST_EXTENSIONS) == set(config["parse"]["myst_enable_extensions"])
 
 
 # MyST constructs the parser reads for us: none of them needs code of its own in the checker.
@@ -362,7 +362,7 @@ def test_new_myst_constructs_are_read_with_right_lines():
     ]
     # the table header inside the dropdown still counts for units hygiene (no direction given)
     assert ("units-hygiene", "450 GB/s") in kinds(NESTED)
-    assert [b.kind for b in claims.iter_blocks(textwrap.dedent(NESTED)) if b.line == 14] == ["term"]
+    assert [b.kind for b in myst_blocks.iter_blocks(textwrap.dedent(NESTED)) if b.line == 14] == ["term"]
 
 
 EXERCISES = """\
@@ -413,7 +413,7 @@ After the pairs, 12 W.
 
 
 def test_prose_inside_exercise_solution_and_admonition_blocks_is_checked_in_context():
-    blocks = list(claims.iter_blocks(textwrap.dedent(EXERCISES)))
+    blocks = list(myst_blocks.iter_blocks(textwrap.dedent(EXERCISES)))
     assert [(b.line, b.kind, b.context, b.label) for b in blocks] == [
         (1, "title", "exercise", "ex-ring"), (3, "paragraph", "exercise", "ex-ring"),
         (6, "paragraph", "exercise", "ex-ring"),                 # a hint nested in the exercise

@@ -41,6 +41,7 @@ Concept modules (the models; one hop from a number on a page to the code that ma
     plots        the book's figures
     bib          the bibliography's keys
     claims       the check that every number in the prose is glued or cited
+    myst_blocks  a MyST page read as prose blocks, roles and code masked (the claims checker's reader)
     nbtools      the jupytext pairs book/*.md ↔ notebooks/*.ipynb
     peaks        peak rates from first principles: units × FLOP per clock × clock, this CPU detected from its flags
     systolic     a cycle-level weight-stationary systolic-array simulator and its cycle formula
@@ -69,7 +70,7 @@ __all__ = ["bench", "bib", "claims", "cli", "clusters", "collectives", "commbenc
            "links", "topology", "parallelism", "topo", "doctor", "formats", "inference", "mig", "nvlink",
            "carbon", "datacenter", "reliability", "runcost", "serving", "storage", "tco",
            "peaks", "systolic", "simt", "host", "facts", "matmul", "mfu", "planner",
-           "landscape", "choose", "nccl_tuner"]
+           "landscape", "choose", "nccl_tuner", "myst_blocks"]
 
 
 def __getattr__(name: str):
