@@ -12,7 +12,7 @@ import jsonschema
 import pytest
 
 from conftest import load_schema
-from x4lib import nccl_log
+from x4lib import nccl_log, nccl_rows
 from x4lib.collectives import busbw_factor
 
 DATA = Path(__file__).parent / "data" / "nccl"
@@ -227,9 +227,9 @@ def test_current_format_all_gather_and_all_to_all_cannot_be_told_apart():
 
 
 def test_half_ulp_follows_the_printed_digits():
-    assert nccl_log.half_ulp("12.34") == pytest.approx(0.005)
-    assert nccl_log.half_ulp("47535") == pytest.approx(0.5)
-    assert nccl_log.half_ulp("1.2e+04") == pytest.approx(500)
+    assert nccl_rows.half_ulp("12.34") == pytest.approx(0.005)
+    assert nccl_rows.half_ulp("47535") == pytest.approx(0.5)
+    assert nccl_rows.half_ulp("1.2e+04") == pytest.approx(500)
 
 
 def test_per_iteration_columns_and_collective_test_starting_line():
@@ -249,7 +249,7 @@ def test_per_iteration_columns_and_collective_test_starting_line():
 def test_rank_lines_are_exposed_as_printed():
     log = nccl_log.read_path(A3MEGA)
     assert [r.rank for r in log.ranks] == list(range(16))
-    assert log.ranks[8] == nccl_log.Rank(line=20, rank=8, group=0, pid=6733, host="ztan-mig-gq73", device=0,
+    assert log.ranks[8] == nccl_rows.Rank(line=20, rank=8, group=0, pid=6733, host="ztan-mig-gq73", device=0,
                                          bus_id="0000:04:00", name="NVIDIA H100 80GB HBM3")
     old = nccl_log.read_path(DATA / "nccl-tests-old_a100-sxm4-40gb-x8_reduce_superbench.log")
     assert (old.ranks[7].group, old.ranks[7].pid, old.ranks[7].bus_id, old.ranks[7].name) == \
@@ -273,7 +273,7 @@ def test_rank_line_without_pid_and_split_groups():
     log = nccl_log.read_log("\n".join(lines[:at] + more + lines[at:]))
     assert (len(log.ranks), log.n_ranks, log.checks_ok) == (16, 8, True)
     assert any("split into 2 groups" in w for w in log.warnings)
-    no_pid = nccl_log.parse_rank("#  Rank  3 on node7 device  3 [0x1a] Tesla V100-SXM2-32GB", 1)
+    no_pid = nccl_rows.parse_rank("#  Rank  3 on node7 device  3 [0x1a] Tesla V100-SXM2-32GB", 1)
     assert (no_pid.rank, no_pid.pid, no_pid.host, no_pid.device, no_pid.name) == (3, None, "node7", 3,
                                                                                   "Tesla V100-SXM2-32GB")
 
@@ -334,7 +334,7 @@ def test_shortened_list_still_names_an_inconsistent_row():
     ("#", False), ("# Using devices", False), (".", False), ("RCCL version : 2.22.3-HEAD:7d8d67c", False),
 ])
 def test_elision_marks(line, cut):
-    assert nccl_log.is_elision(line) is cut
+    assert nccl_rows.is_elision(line) is cut
 
 
 # ---------------------------------------------------------------- linear-time patterns
@@ -342,7 +342,8 @@ def test_elision_marks(line, cut):
 def test_patterns_are_linear_on_stripped_lines():
     """Lines are stripped before matching, so no pattern needs leading or trailing whitespace runs; a lazy
     quantifier followed by a trailing-whitespace run ('(.*?)\\s*$') is quadratic in the line length."""
-    patterns = {k: v.pattern for k, v in vars(nccl_log).items() if isinstance(v, re.Pattern)}
+    patterns = {k: v.pattern for mod in (nccl_log, nccl_rows) for k, v in vars(mod).items()
+                if isinstance(v, re.Pattern)}
     assert {"_RANK_RE", "_AVG_RE", "_OOB_RE", "_ROW_RE", "_BINARY_RE"} <= set(patterns)
     for name, pattern in patterns.items():
         assert not re.search(r"[*+?}]\?", pattern), f"{name} has a lazy quantifier"
@@ -351,7 +352,7 @@ def test_patterns_are_linear_on_stripped_lines():
 
 def test_huge_lines_are_read_not_choked_on():
     spaces = "#  Rank  0 Group  0 Pid 1 on h device  0 [0000:04:00] A" + " " * 100_000 + "B"
-    assert nccl_log.parse_rank(spaces, 1).name == "A" + " " * 100_000 + "B"
+    assert nccl_rows.parse_rank(spaces, 1).name == "A" + " " * 100_000 + "B"
     lines = A3MEGA.read_text().splitlines()
     junk = [" " * 100_000, "#" + " " * 100_000 + "x", "1 " * 50_000, "# Avg bus bandwidth" + " " * 100_000,
             "#  Rank 99 on " + "x" * 100_000, "# ." + "." * 100_000 + " x"]

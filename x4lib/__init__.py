@@ -34,6 +34,7 @@ Concept modules (the models; one hop from a number on a page to the code that ma
     topo         reading a machine: nvidia-smi topo -m, ibstat and ibv_devinfo
     fitting      t(S) = α + β·S fits
     nccl_log     the one reader of nccl-tests / rccl-tests logs
+    nccl_rows    one line of such a log parsed strictly (rank, header, result row) and the checks a row can fail
     doctor       "is my number right?": findings with evidence, from this machine or from pasted files
     published    measurements published by others, and dated rental listings
     runs         lab runs as data (book/runs/<lab>/<run-id>/results.json)
@@ -70,7 +71,7 @@ __all__ = ["bench", "bib", "claims", "cli", "clusters", "collectives", "commbenc
            "links", "topology", "parallelism", "topo", "doctor", "formats", "inference", "mig", "nvlink",
            "carbon", "datacenter", "reliability", "runcost", "serving", "storage", "tco",
            "peaks", "systolic", "simt", "host", "facts", "matmul", "mfu", "planner",
-           "landscape", "choose", "nccl_tuner", "myst_blocks"]
+           "landscape", "choose", "nccl_tuner", "myst_blocks", "nccl_rows"]
 
 
 def __getattr__(name: str):

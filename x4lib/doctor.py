@@ -360,14 +360,14 @@ _LSPCI_RE = re.compile(r"\b(LnkCap|LnkSta|ACSCtl|ACSCap|LnkCtl):")
 
 def detect_kind(text: str) -> str:
     """The input's kind, told by its content (the first match, in the order of the module docstring)."""
-    from x4lib import nccl_log
+    from x4lib import nccl_rows
     stripped = text.lstrip()
     if stripped.startswith("{"):
         return "json"
     lines = text.splitlines()
-    if any(nccl_log.parse_header(ln.strip(), i) for i, ln in enumerate(lines, 1) if "busbw" in ln):
+    if any(nccl_rows.parse_header(ln.strip(), i) for i, ln in enumerate(lines, 1) if "busbw" in ln):
         return "nccl-tests-log"
-    if any(" NCCL INFO " in ln or " NCCL WARN " in ln or nccl_log.parse_rank(ln.strip(), i)
+    if any(" NCCL INFO " in ln or " NCCL WARN " in ln or nccl_rows.parse_rank(ln.strip(), i)
            for i, ln in enumerate(lines, 1)):
         return "nccl-debug"
     if "NVSMI LOG" in text or (any(ln.strip() in _NVSMI_SECTIONS for ln in lines)
@@ -463,7 +463,7 @@ def _peak_row(log):
 
 
 def _diagnose_nccl(text: str, name: str) -> tuple[InputReport, list[Finding]]:
-    from x4lib import nccl_log
+    from x4lib import nccl_log, nccl_rows
     L = _Lines(name, text)
     warnings = []
     try:
@@ -474,7 +474,7 @@ def _diagnose_nccl(text: str, name: str) -> tuple[InputReport, list[Finding]]:
         if "not an nccl-tests" not in str(exc):
             warnings.append(str(exc))
     ranks = list(log.ranks) if log else [r for i, ln in enumerate(L.lines, 1)
-                                         if (r := nccl_log.parse_rank(ln.strip(), i))]
+                                         if (r := nccl_rows.parse_rank(ln.strip(), i))]
     nodes, node_lines = _nodes(log, ranks, L)
     found: list[Finding] = []
 
@@ -522,7 +522,7 @@ def _diagnose_nccl(text: str, name: str) -> tuple[InputReport, list[Finding]]:
                               "the log has no result row" if not (log and log.rows) else
                               "a test failure is reported after the results"))
 
-    table = any(nccl_log.parse_header(ln.strip(), i) for i, ln in enumerate(L.lines, 1) if "busbw" in ln)
+    table = any(nccl_rows.parse_header(ln.strip(), i) for i, ln in enumerate(L.lines, 1) if "busbw" in ln)
     if table and not failed and (log is None or not log.checks_ok):
         named = [int(m.group(1)) for w in warnings if (m := re.search(r"(?:^|:)(?:line )?([0-9]{1,9})[:]? ", w))]
         named = [n for n in dict.fromkeys(named) if 1 <= n <= len(L.lines)]
