@@ -10,7 +10,7 @@ import jsonschema
 import pytest
 
 from conftest import load_schema, run_cli
-from x4lib import bib, doctor, kernels, runs, specs
+from x4lib import bib, doctor, findings, kernels, rate_check, runs, specs
 
 DATA = Path(__file__).parent / "data"
 CASES = DATA / "doctor"
@@ -38,11 +38,11 @@ def by_rule(report):
 
 def test_rules_load_and_every_rule_has_a_check_and_a_source_in_the_bibliography():
     rules = doctor.load_rules()["rules"]
-    assert tuple(rules) == tuple(sorted(rules, key=doctor.RULE_IDS.index))
-    assert set(rules) == set(doctor.RULE_IDS)
+    assert tuple(rules) == tuple(sorted(rules, key=findings.RULE_IDS.index))
+    assert set(rules) == set(findings.RULE_IDS)
     keys = bib.book_keys()
     for r in rules.values():
-        assert r.category in doctor.CATEGORIES and r.severity in doctor.SEVERITIES
+        assert r.category in findings.CATEGORIES and r.severity in doctor.SEVERITIES
         assert r.source_key in keys, f"{r.id}: source {r.source_key} not in book/references.bib"
         assert r.source_url.startswith("https://") and r.cause.endswith(".") and len(r.cause) < 400
 
@@ -59,20 +59,20 @@ def test_a_rule_url_is_the_url_its_bibliography_entry_names():
 
 def test_a_broken_rules_file_is_a_data_error_naming_the_file(tmp_path):
     import yaml
-    data = yaml.safe_load(doctor.RULES_PATH.read_text())
+    data = yaml.safe_load(findings.RULES_PATH.read_text())
     del data["rules"]["two-node-tree"]
     bad = tmp_path / "doctor_rules.yaml"
     bad.write_text(yaml.safe_dump(data))
-    with pytest.raises(doctor.RulesError, match="doctor_rules.yaml: .*two-node-tree") as e:
+    with pytest.raises(findings.RulesError, match="doctor_rules.yaml: .*two-node-tree") as e:
         doctor.load_rules(bad)
     assert e.value.exit_code == 1
-    data = yaml.safe_load(doctor.RULES_PATH.read_text())
+    data = yaml.safe_load(findings.RULES_PATH.read_text())
     data["rules"]["one-rank"]["category"] = "bad-luck"
     bad.write_text(yaml.safe_dump(data))
-    with pytest.raises(doctor.RulesError, match="rules/one-rank/category"):
+    with pytest.raises(findings.RulesError, match="rules/one-rank/category"):
         doctor.load_rules(bad)
     bad.write_text("rules: [unclosed\n")
-    with pytest.raises(doctor.RulesError, match="cannot be read as YAML"):
+    with pytest.raises(findings.RulesError, match="cannot be read as YAML"):
         doctor.load_rules(bad)
 
 
@@ -125,7 +125,7 @@ def test_the_doctor_names_the_established_cause_with_its_evidence_line(name):
         assert f.severity == severity
         assert evidence_lines <= {e.line for e in f.evidence}
         for e in f.evidence:  # the evidence quotes the file's own line
-            assert e.file == str(CASES / name) and e.text == lines[e.line - 1].strip()[:doctor.EVIDENCE_CHARS]
+            assert e.file == str(CASES / name) and e.text == lines[e.line - 1].strip()[:findings.EVIDENCE_CHARS]
     assert report.exit_code == 1
 
 
@@ -300,7 +300,7 @@ def test_lspci_compares_status_with_capability_and_skips_empty_ports():
 def test_this_books_cpu_run_shows_its_peak_assumption_is_wrong():
     report = diagnose(LAB00)
     results = json.loads(LAB00.read_text())
-    best = max((r for r in doctor._rate_rows(results) if r["dtype"] == "fp32"), key=lambda r: r["flop_per_s"])
+    best = max((r for r in rate_check.rate_rows(results) if r["dtype"] == "fp32"), key=lambda r: r["flop_per_s"])
     cpu = results["device"]["cpu"]
     peak = cpu["physical_cores"] * results["device"]["cpu_uarch"]["flop_per_cycle_per_core"]["fp32"] * cpu["mhz_reported"] * 1e6
     got = by_rule(report)
@@ -340,24 +340,24 @@ def test_gpu_matmul_rules_against_the_catalog():
 
 
 def test_expected_matmul_is_the_roofline_of_the_shape_without_the_model():
-    big = doctor.expected_matmul("h100-sxm", "bf16", 8192, 8192, 8192, achievable=False)
+    big = rate_check.expected_matmul("h100-sxm", "bf16", 8192, 8192, 8192, achievable=False)
     assert big.flop_per_s == specs.get("h100-sxm").peak_flop_per_s("bf16") and big.source
-    small = doctor.expected_matmul("h100-sxm", "bf16", 64, 64, 64, achievable=False)
+    small = rate_check.expected_matmul("h100-sxm", "bf16", 64, 64, 64, achievable=False)
     intensity = 2 * 64**3 / (3 * 64**2 * 2)  # FLOP per byte of a 64³ BF16 matmul
     assert small.flop_per_s == pytest.approx(intensity * 3350e9) and "memory roof" in small.basis
-    cpu = doctor.expected_matmul(None, "fp32", 4096, 4096, 4096, peak_flop_per_s=1e11, memory_bw_Bps=1e10)
+    cpu = rate_check.expected_matmul(None, "fp32", 4096, 4096, 4096, peak_flop_per_s=1e11, memory_bw_Bps=1e10)
     assert cpu.flop_per_s == 1e11
     with pytest.raises(ValueError):
-        doctor.expected_matmul(None, "fp32", 64, 64, 64)
+        rate_check.expected_matmul(None, "fp32", 64, 64, 64)
 
 
 def test_expected_matmul_is_the_achievable_rate_model_where_it_exists():
     from x4lib import matmul
-    e = doctor.expected_matmul("h100-sxm", "bf16", 8192, 8192, 8192)
+    e = rate_check.expected_matmul("h100-sxm", "bf16", 8192, 8192, 8192)
     assert e.flop_per_s == pytest.approx(matmul.predict("h100-sxm", "bf16", 8192, 8192, 8192).rate_flop_per_s)
     assert e.flop_per_s < specs.get("h100-sxm").peak_flop_per_s("bf16") and "achievable-rate model" in e.basis
     # a device with no architecture family in the model falls back to the roofline of its dense peak
-    trn2 = doctor.expected_matmul("trn2", "bf16", 8192, 8192, 8192)
+    trn2 = rate_check.expected_matmul("trn2", "bf16", 8192, 8192, 8192)
     assert trn2.flop_per_s == specs.get("trn2").peak_flop_per_s("bf16") and "achievable" not in trn2.basis
 
 
@@ -465,7 +465,7 @@ def test_cli_json_meets_its_schema_and_exit_codes_follow_the_findings():
     assert r.returncode == 1, r.stderr
     doc = json.loads(r.stdout)
     jsonschema.validate(doc, load_schema("doctor_output.schema.json"))
-    assert doc["version"] == doctor.DOCTOR_VERSION and len(doc["inputs"]) == 2
+    assert doc["version"] == findings.DOCTOR_VERSION and len(doc["inputs"]) == 2
     assert {f["category"] for f in doc["findings"]} == {"p2p-disabled", "other"}
     f = doc["findings"][0]
     assert {"category", "severity", "cause", "evidence", "measured", "expected", "advice"} <= set(f)

@@ -36,6 +36,9 @@ Concept modules (the models; one hop from a number on a page to the code that ma
     nccl_log     the one reader of nccl-tests / rccl-tests logs
     nccl_rows    one line of such a log parsed strictly (rank, header, result row) and the checks a row can fail
     doctor       "is my number right?": findings with evidence, from this machine or from pasted files
+    findings     the doctor's rule book (data/doctor_rules.yaml), findings with evidence, reports
+    gpu_state    nvidia-smi -q and lspci -vv read into findings (clocks, power, PCIe link, ECC, MIG, ACS)
+    rate_check   is a measured rate right: the expected matmul rate of a shape, checks of a lab's results.json
     published    measurements published by others, and dated rental listings
     runs         lab runs as data (book/runs/<lab>/<run-id>/results.json)
     tables       the book's table helper (no index, units in headers, one format per column)
@@ -71,7 +74,7 @@ __all__ = ["bench", "bib", "claims", "cli", "clusters", "collectives", "commbenc
            "links", "topology", "parallelism", "topo", "doctor", "formats", "inference", "mig", "nvlink",
            "carbon", "datacenter", "reliability", "runcost", "serving", "storage", "tco",
            "peaks", "systolic", "simt", "host", "facts", "matmul", "mfu", "planner",
-           "landscape", "choose", "nccl_tuner", "myst_blocks", "nccl_rows"]
+           "landscape", "choose", "nccl_tuner", "myst_blocks", "nccl_rows", "findings", "gpu_state", "rate_check"]
 
 
 def __getattr__(name: str):

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from x4lib import doctor
+from x4lib import doctor, rate_check
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 CASES_DIR = ROOT / "tests" / "data" / "doctor"
@@ -108,7 +108,7 @@ def run_report(run) -> doctor.Report:
     path = Path(getattr(run, "path", "") or "") / "results.json"
     if getattr(run, "path", None) and path.is_file():
         return doctor.diagnose_files([path])  # read as a file: the evidence names its lines
-    return doctor.diagnose_results(dict(getattr(run, "results", run)), "results.json")
+    return rate_check.diagnose_results(dict(getattr(run, "results", run)), "results.json")
 
 
 def run_markdown(run) -> str:
