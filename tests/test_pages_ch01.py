@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from x4lib.pages import ch01 as page
+from x4lib.pages import ch01 as page, ch01_memory as mem
 
 
 def test_peak_summary_counts_every_rebuilt_peak_and_none_is_unexplained():
@@ -29,13 +29,13 @@ def test_xeon_peaks_use_avx512_for_fp32_and_amx_for_bf16():
 
 
 def test_plateaus_split_the_sweep_by_the_reported_caches():
-    sweep = page.Sweep("test CPU", {1: [
+    sweep = mem.Sweep("test CPU", {1: [
         {"working_set_B": s, "passes": 1, "best_s": s / (g * 1e9), "status": "ok"}
         for s, g in [(8192, 200), (16384, 200), (262144, 100), (524288, 100), (6 * 2**20, 20), (64 * 2**20, 10)]]},
         [{"level": 1, "type": "Data", "size_B": 49152}, {"level": 2, "type": "Unified", "size_B": 2**21}])
-    rows = page.plateaus(sweep, 1)
+    rows = mem.plateaus(sweep, 1)
     assert [round(r["gb_s"]) for r in rows] == [200, 100, 10]
-    assert "factor of 5.0" in page.sweep_sentence(sweep)
+    assert "factor of 5.0" in mem.sweep_sentence(sweep)
 
 
 def test_transformer_rows_show_the_padding_of_head_dim_80():

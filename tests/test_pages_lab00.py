@@ -6,7 +6,7 @@ import pytest
 
 from conftest import ROOT
 from x4lib import kernels, runs
-from x4lib.pages import lab00 as page
+from x4lib.pages import lab00 as page, lab00_model as model
 
 V1 = ROOT / "tests" / "data" / "runs" / "lab00-v1"
 
@@ -127,18 +127,18 @@ def test_the_i5_memory_peak_is_channels_times_bytes_times_transfers():
 
 
 def test_the_validation_rows_are_leave_one_out_and_cited():
-    rows = page.validation_rows()
+    rows = model.validation_rows()
     assert len({r["device_id"] for r in rows}) >= 8
     assert all(r["measured by"].endswith("(theirs)") for r in rows)
     assert all(r["error"] == pytest.approx(r["predicted (TFLOP/s)"] / r["measured (TFLOP/s)"] - 1) for r in rows)
-    s = page.validation_summary()
-    assert s.median_abs_error <= 0.15 and s.n_devices == len(page.validation_by_device())
+    s = model.validation_summary()
+    assert s.median_abs_error <= 0.15 and s.n_devices == len(model.validation_by_device())
 
 
 def test_a_digitised_sweep_is_never_tabulated():
-    assert any(r["digitized"] for r in page.sweep_checks())
-    assert "nvidia-cuda11-features-blog" not in str(page.sweep_table())
-    assert "digitised" in page.sweep_series("nvidia-cuda11-a100-square-bf16")[0][1]
+    assert any(r["digitized"] for r in model.sweep_checks())
+    assert "nvidia-cuda11-features-blog" not in str(model.sweep_table())
+    assert "digitised" in model.sweep_series("nvidia-cuda11-a100-square-bf16")[0][1]
 
 
 def test_the_cpu_shape_check_divides_each_rate_by_its_own_best():

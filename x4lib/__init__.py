@@ -58,7 +58,8 @@ Concept modules (the models; one hop from a number on a page to the code that ma
     cli          ``python -m x4lib``: the command line's framework
 
 Page helpers (what one page draws, apart from the models): ``x4lib.pages.<page>`` — ``ch00``, ``ch01``, ``ch02``,
-``ch03``, ``ch04``, ``ch05``, ``capstone``, ``lab00``, ``lab01``, and ``doctor_cases`` (the stored cases the labs show).
+``ch01_memory``, ``ch03``, ``ch04``, ``ch05``, ``capstone``, ``lab00``, ``lab00_model``, ``lab01``, and
+``doctor_cases`` (the stored cases the labs show).
 
 Inside x4lib every quantity is in SI base units with the unit in its name (``memory_bw_Bps``,
 ``peak_flop_per_s``, ``tdp_W``); display units (TFLOP/s, GB/s) appear only in the data files, the command-line

@@ -1,0 +1,163 @@
+"""Page helpers of Lab 00's model check (book/lab-00-roofline.md, "Checking the model against others'
+measurements" and "Shape dependence"): the matmul model's constants per family, the leave-one-device-out
+validation against published best-shape rates (table, figure series, summary) and the published shape sweeps
+against the model. Everything compared here was measured by others and is cited (``x4lib.published``).
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from x4lib import matmul, published, specs
+
+# ------------------------------------------------------------------------------- the matmul model, validated
+
+def family_rows() -> list[dict]:
+    """The model's constants per family (x4lib/data/matmul.yaml) and the η calibrated now, for a table."""
+    from x4lib.tables import fmt_list
+    c = matmul.constants()
+    rows = []
+    for fam in c.families.values():
+        units = sorted({matmul._units(specs.get(d), fam) for d in fam.devices})
+        by_dev: dict[str, list[float]] = {}
+        for k in fam.clocks:
+            by_dev.setdefault(k.device, []).append(k.sustained_hz / 1e6)
+        clocks = [f"{d} {min(v):.0f} MHz" if min(v) == max(v) else f"{d} {min(v):.0f}–{max(v):.0f} MHz"
+                  for d, v in by_dev.items()]
+        eta = matmul.eta_for(fam.id)
+        rows.append({
+            "family": fam.name, "units": f"{fmt_list(units)} {fam.unit_name}s",
+            "tiles": fmt_list(f"{a}×{b}" for a, b in fam.tiles["default"]) if fam.tiles_modelled else "not modelled",
+            "sourced clocks": fmt_list(clocks) if clocks else "none published",
+            "t0 (µs)": fam.overhead_s * 1e6, "tL (µs)": fam.launch_floor_s * 1e6 or None, "η": eta.value,
+            "η from": {"family": "its devices", "other families": "other families",
+                       "uncalibrated": "not calibrated"}[eta.how]})
+    return rows
+
+
+def validation_rows(use_clock: bool = True) -> list[dict]:
+    """Every published best-shape rate against the leave-one-device-out prediction (x4lib.matmul.leave_one_out)."""
+    out = []
+    for c in matmul.leave_one_out(use_clock):
+        m = c.measurement
+        out.append({"device": specs.get(m.device).name, "dtype": m.dtype, "shape": m.shape_text,
+                    "how found": m.search, "measured (TFLOP/s)": c.measured_flop_per_s / 1e12,
+                    "predicted (TFLOP/s)": c.predicted_flop_per_s / 1e12, "error": c.error,
+                    "measured by": f"{m.source} (theirs)", "id": m.id, "device_id": m.device})
+    return out
+
+
+def validation_by_device(use_clock: bool = True) -> list[dict]:
+    """One row per accelerator: its rows, median and worst error of the leave-one-out predictions."""
+    by: dict[str, list[dict]] = {}
+    for r in validation_rows(use_clock):
+        by.setdefault(r["device_id"], []).append(r)
+    out = []
+    for dev_id, rows in by.items():
+        errs = sorted((r["error"] for r in rows), key=abs)
+        out.append({"device": rows[0]["device"], "published rates": len(rows),
+                    "median |error|": float(np.median([abs(e) for e in errs])), "largest error": errs[-1],
+                    "calibrated on": matmul.eta_for(matmul.constants().family_of(dev_id).id,
+                                                    frozenset({dev_id}), use_clock).how})
+    return out
+
+
+@dataclasses.dataclass(frozen=True)
+class ValidationSummary:
+    """The validation's headline (fractions, not %), with and without the sourced sustained clocks."""
+    n_rows: int
+    n_devices: int
+    median_abs_error: float
+    median_abs_error_by_device: float
+    worst_id: str
+    worst_error: float
+    no_clock_median_abs_error: float
+    per_device: dict
+    per_device_no_clock: dict
+
+
+def validation_summary() -> ValidationSummary:
+    s = matmul.summarise(matmul.leave_one_out())
+    s0 = matmul.summarise(matmul.leave_one_out(use_clock=False))
+    return ValidationSummary(s.n_rows, s.n_devices, s.median_abs_error, s.median_abs_error_by_device,
+                             s.worst.measurement.id, s.worst.error, s0.median_abs_error, dict(s.per_device),
+                             dict(s0.per_device))
+
+
+def validation_series() -> list[tuple[str, str, list[dict]]]:
+    """(kind, label, points {x: measured, y: predicted, label}) per source, for the predicted-against-measured
+    figure: others' measurements, hollow, cited in the label."""
+    groups: dict[str, list[dict]] = {}
+    for c in matmul.leave_one_out():
+        m = c.measurement
+        groups.setdefault(m.source, []).append({"x": c.measured_flop_per_s / 1e12, "y": c.predicted_flop_per_s / 1e12,
+                                                "label": m.device})
+    return [("theirs", f"published by others [{key}]", pts) for key, pts in groups.items()]
+
+
+def sweep_series(sweep_id: str) -> list[tuple[str, str, list[dict]]]:
+    """A published shape sweep (hollow, cited; a digitised one says so) beside the model's prediction (dashed),
+    as {x: n, y: TFLOP/s}."""
+    sw = next(s for s in published.load()["matmul_sweeps"] if s["id"] == sweep_id)
+    sizes = [p[0] for p in sw["points"]]
+    kind_label = "digitised from the figure" if sw.get("digitized") else "published"
+    pts = matmul.square_sweep(sw["device"], sw["dtype"], sizes)
+    return [("theirs", f"{sw['device']} {sw['dtype']} {kind_label} [{sw['source']}]",
+             [{"x": n, "y": v} for n, v in sw["points"]]),
+            ("prediction", f"{sw['device']} {sw['dtype']} matmul model",
+             [{"x": p.m, "y": p.rate_flop_per_s / 1e12} for p in pts])]
+
+
+def sweep_checks() -> list[dict]:
+    """Per published sweep: its points against the model (median and largest |error|). A digitised sweep is
+    summarised the same way but flagged; its values are never tabulated."""
+    out = []
+    for sw in published.load()["matmul_sweeps"]:
+        preds = matmul.square_sweep(sw["device"], sw["dtype"], [p[0] for p in sw["points"]])
+        errs = [p.rate_flop_per_s / 1e12 / v - 1 for p, (_, v) in zip(preds, sw["points"])]
+        small = [e for (n, _), e in zip(sw["points"], errs) if n <= 1024]
+        large = [e for (n, _), e in zip(sw["points"], errs) if n >= 4096]
+        out.append({"sweep": sw["id"], "device": sw["device"], "dtype": sw["dtype"],
+                    "sizes": f"{sw['points'][0][0]}³ to {sw['points'][-1][0]}³ ({len(errs)})",
+                    "median |error|": float(np.median(np.abs(errs))),
+                    "error at n ≤ 1024": float(np.median(small)) if small else None,
+                    "median error at n ≥ 4096": float(np.median(large)) if large else None,
+                    "digitized": bool(sw.get("digitized")), "source": sw["source"]})
+    return out
+
+
+def family_table():
+    from x4lib.tables import Col, table
+    return table(family_rows(), {
+        "family": Col("family", wrap=True), "units": Col("parallel units", wrap=True), "tiles": Col("tiles", wrap=True),
+        "sourced clocks": Col("sourced clocks", wrap=True), "t0 (µs)": Col("t₀", "µs", "{:.0f}"),
+        "tL (µs)": Col("launch floor", "µs", "{:.1f}"),
+        "η": Col("η", fmt="{:.3f}"), "η from": "η calibrated on"})
+
+
+def validation_table(use_clock: bool = True):
+    """Per accelerator (compact), with every published rate and its prediction collapsed below."""
+    from x4lib.tables import Col, table, with_details
+    compact = table(validation_by_device(use_clock), {
+        "device": Col("device", wrap=True), "published rates": "published rates",
+        "median |error|": Col("median |error|", fmt="{:.1%}"), "largest error": Col("largest error", fmt="{:+.1%}"),
+        "calibrated on": "η calibrated on"})
+    full = table(validation_rows(use_clock), {
+        "device": Col("device", wrap=True), "dtype": "dtype", "shape": Col("shape", wrap=True),
+        "how found": Col("how the shape was found", wrap=True),
+        "measured (TFLOP/s)": Col("measured", "TFLOP/s", "{:,.0f}"),
+        "predicted (TFLOP/s)": Col("predicted", "TFLOP/s", "{:,.0f}"), "error": Col("error", fmt="{:+.1%}"),
+        "measured by": Col("measured by", wrap=True)})
+    return with_details(compact, full, "Every published rate, measured and predicted (leave-one-device-out)")
+
+
+def sweep_table():
+    """Published sweeps measured by others against the model (the digitised sweep is left to the figure)."""
+    from x4lib.tables import Col, table
+    rows = [r for r in sweep_checks() if not r["digitized"]]
+    return table(rows, {"device": "device", "dtype": "dtype", "sizes": "square sizes",
+                        "median |error|": Col("median |error|", fmt="{:.0%}"),
+                        "error at n ≤ 1024": Col("error at 1024³ and below", fmt="{:+.0%}"),
+                        "median error at n ≥ 4096": Col("median error from 4096³", fmt="{:+.0%}"),
+                        "source": "measured by (theirs)"})
