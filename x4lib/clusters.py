@@ -10,7 +10,6 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import functools
-import json
 import math
 from pathlib import Path
 from types import MappingProxyType
@@ -177,21 +176,9 @@ def arch_of(device: str, where: str = "cluster") -> str:
 def load(path: Path = CLUSTERS_PATH) -> Mapping:
     """clusters.yaml validated (JSON Schema, then units, ranges, catalog references): a read-only mapping with
     ``clusters`` (id -> :class:`Cluster`) and ``assumptions``."""
-    import jsonschema
-    import yaml
-
     from x4lib import specs
-    schema = json.loads(SCHEMA_PATH.read_text())
     name = Path(path).name
-    try:
-        data = specs.plain(yaml.safe_load(Path(path).read_text(encoding="utf-8")))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-        raise ClusterError(f"{name}: cannot be read as YAML: {exc}") from None
-    try:
-        jsonschema.validate(data, schema)
-    except jsonschema.ValidationError as exc:
-        at = "/".join(str(p) for p in exc.absolute_path) or "(top level)"
-        raise ClusterError(f"{name}: {at}: {exc.message}") from None
+    data = specs.load_document(path, SCHEMA_PATH, ClusterError)
     clusters = {cid: parse_cluster(cid, raw, name) for cid, raw in data["clusters"].items()}
     return MappingProxyType({"clusters": MappingProxyType(clusters),
                              "assumptions": MappingProxyType(data["assumptions"])})

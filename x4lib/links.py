@@ -24,7 +24,6 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import functools
-import json
 import math
 from pathlib import Path
 from types import MappingProxyType
@@ -186,20 +185,9 @@ def parse_link(raw: Mapping, origin: str = "links.yaml") -> Link:
 def load(path: Path = LINKS_PATH) -> Mapping:
     """links.yaml validated: a read-only mapping with ``links`` (id -> :class:`Link`) and ``latency``
     (id -> :class:`Latency`). Raises :class:`LinksError` naming the file and field."""
-    import jsonschema
-    import yaml
-
     from x4lib import specs
     name = Path(path).name
-    try:
-        data = specs.plain(yaml.safe_load(Path(path).read_text(encoding="utf-8")))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-        raise LinksError(f"{name}: cannot be read as YAML: {exc}") from None
-    try:
-        jsonschema.validate(data, json.loads(SCHEMA_PATH.read_text()))
-    except jsonschema.ValidationError as exc:
-        at = "/".join(str(p) for p in exc.absolute_path) or "(top level)"
-        raise LinksError(f"{name}: {at}: {exc.message}") from None
+    data = specs.load_document(path, SCHEMA_PATH, LinksError)
     links: dict[str, Link] = {}
     for raw in data["links"]:
         if raw["id"] in links:

@@ -40,15 +40,8 @@ class TuningError(ValueError):
 @functools.lru_cache(maxsize=2)
 def tuning(path: Path = TUNING_PATH) -> Mapping:
     """nccl_tuning.yaml, validated against its JSON Schema; every number finite (TuningError names the field)."""
-    import yaml
-
     from x4lib import specs
-    try:
-        data = specs.plain(yaml.safe_load(Path(path).read_text(encoding="utf-8")))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-        raise TuningError(f"{Path(path).name}: cannot be read as YAML: {exc}") from None
-    specs.check_document(data, TUNING_SCHEMA_PATH, Path(path).name, TuningError)
-    return MappingProxyType(data)
+    return MappingProxyType(specs.load_document(path, TUNING_SCHEMA_PATH, TuningError))
 
 
 def _v(key: str):

@@ -47,7 +47,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import json
 import math
 from pathlib import Path
 from types import MappingProxyType
@@ -180,20 +179,9 @@ def check_layout(lay: Layout, model: Model, cluster: Cluster) -> None:
 @functools.lru_cache(maxsize=2)
 def load(path: Path = DATA_PATH) -> Mapping:
     """parallelism.yaml, validated (JSON Schema, then references to cluster presets)."""
-    import jsonschema
-    import yaml
-
     from x4lib import specs
     name = Path(path).name
-    try:
-        data = specs.plain(yaml.safe_load(Path(path).read_text(encoding="utf-8")))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-        raise ParallelismError(f"{name}: cannot be read as YAML: {exc}") from None
-    try:
-        jsonschema.validate(data, json.loads(SCHEMA_PATH.read_text()))
-    except jsonschema.ValidationError as exc:
-        at = "/".join(str(p) for p in exc.absolute_path) or "(top level)"
-        raise ParallelismError(f"{name}: {at}: {exc.message}") from None
+    data = specs.load_document(path, SCHEMA_PATH, ParallelismError)
     for cid, c in data["clusters"].items():
         if c["base"] not in clusters.ids():
             raise ParallelismError(f"{name}: clusters.{cid}.base: unknown preset {c['base']!r}")

@@ -217,7 +217,7 @@ def load_document(path: Path, schema_path: Path, error: type[Exception] = ValueE
     try:
         doc = plain(yaml.safe_load(Path(path).read_text(encoding="utf-8")))
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-        raise error(f"{name}: cannot be read: {exc}") from None
+        raise error(f"{name}: cannot be read as YAML: {exc}") from None
     check_document(doc, schema_path, name, error)
     return doc
 
