@@ -1,35 +1,86 @@
-"""The measuring entries must run where only the standard library and torch are installed (a bare PyTorch pod):
-here the third-party packages of the notebook stack are made unimportable in a subprocess."""
+"""What a reader runs on a bare GPU pod must work there: a plain ``git clone`` of the book on a PyTorch image,
+nothing installed. Here the third-party packages a PyTorch image lacks are made unimportable in a subprocess:
+
+- the measuring entries (``python -m runners LAB --measure-only``, every lab): standard library and torch only
+  (PyYAML and numpy blocked too, as the runners promise);
+- the doctor (``python -m x4lib doctor --quick`` and ``--from FILES``): standard library, torch, numpy and
+  PyYAML; no jsonschema (its schema checks are skipped with one note on stderr), no pybtex, pandas, matplotlib
+  or notebook stack (``python -m x4lib`` imports a command's module only when that command runs)."""
 import subprocess
 import sys
 
+import pytest
+
 from conftest import ROOT
+from runners import core
+
+#: what a PyTorch image does not carry (torch's own dependencies, numpy and PyYAML are there)
+NOTEBOOK_STACK = {"jsonschema", "pandas", "matplotlib", "papermill", "nbformat", "nbclient", "ipywidgets", "IPython",
+                  "ipykernel", "myst_nb", "myst_parser", "jupytext", "jupyter_book", "jupyter_server", "jupyterlab",
+                  "sphinx", "pybtex", "scipy", "plotly", "playwright", "pytest"}
+#: the measuring entries promise less: standard library and torch
+RUNNERS_BLOCKED = NOTEBOOK_STACK | {"yaml", "numpy"}
 
 BLOCK = """
 import sys, importlib.abc
+BLOCKED = set(sys.argv[1].split(','))
 class Block(importlib.abc.MetaPathFinder):
     def find_spec(self, name, path, target=None):
-        if name.split('.')[0] in {'yaml', 'jsonschema', 'numpy', 'pandas', 'matplotlib', 'papermill', 'nbformat',
-                                  'ipywidgets', 'myst_nb'}:
-            raise ModuleNotFoundError(f'{name} is blocked: a bare pod has only the standard library and torch')
+        if name.split('.')[0] in BLOCKED:
+            raise ModuleNotFoundError(f'{name} is blocked: a bare pod does not have it')
 sys.meta_path.insert(0, Block())
-sys.argv = ['runners'] + sys.argv[1:]
+sys.argv = [sys.argv[2]] + sys.argv[3:]
 import runpy
-runpy.run_module('runners', run_name='__main__')
+runpy.run_module(sys.argv[0], run_name='__main__')
 """
 
 
-def run_bare(*args):
-    return subprocess.run([sys.executable, "-c", BLOCK, *args], capture_output=True, text=True, cwd=ROOT, timeout=600)
+def run_bare(blocked, module, *args):
+    return subprocess.run([sys.executable, "-c", BLOCK, ",".join(sorted(blocked)), module, *args],
+                          capture_output=True, text=True, cwd=ROOT, timeout=600)
 
 
-def test_lab00_measure_only_runs_with_only_torch(tmp_path):
-    r = run_bare("lab00", "--profile", "local-cpu", "--quick", "--measure-only", "--runs-dir", str(tmp_path))
+def test_the_block_really_blocks():
+    r = run_bare(NOTEBOOK_STACK, "x4lib", "check-claims", "book/")
+    assert r.returncode != 0 and "blocked" in r.stdout + r.stderr
+
+
+@pytest.mark.parametrize("lab", core.LABS)
+def test_every_measuring_entry_runs_with_only_torch(lab, tmp_path):
+    r = run_bare(RUNNERS_BLOCKED, "runners", lab, "--profile", "local-cpu", "--quick", "--measure-only",
+                 "--runs-dir", str(tmp_path))
     assert r.returncode == 0, r.stderr[-2000:]
-    assert list((tmp_path / "lab00").glob("*/results.json"))
+    assert list((tmp_path / lab).glob("*/results.json"))
 
 
-def test_lab01_measure_only_runs_with_only_torch(tmp_path):
-    r = run_bare("lab01", "--profile", "local-cpu", "--quick", "--measure-only", "--runs-dir", str(tmp_path))
+def test_runners_profiles_lists_with_only_torch():
+    r = run_bare(RUNNERS_BLOCKED, "runners", "profiles")
     assert r.returncode == 0, r.stderr[-2000:]
-    assert list((tmp_path / "lab01").glob("*/results.json"))
+    assert "local-cpu" in r.stdout
+
+
+def _doctor_ran(r):
+    """Exit 0 (nothing wrong) or 1 (a finding), a report on stdout, no traceback, one note for the skipped schemas."""
+    assert r.returncode in (0, 1), r.stderr[-2000:]
+    assert "Traceback" not in r.stderr and "internal error" not in r.stderr, r.stderr[-2000:]
+    assert r.stdout.startswith("doctor:"), r.stdout[:500]
+    assert r.stderr.count("jsonschema is not installed") == 1, r.stderr[-2000:]
+
+
+def test_doctor_quick_on_a_bare_pod():
+    _doctor_ran(run_bare(NOTEBOOK_STACK, "x4lib", "doctor", "--quick"))
+
+
+def test_doctor_from_files_on_a_bare_pod():
+    files = sorted(str(p) for p in (ROOT / "tests" / "data" / "doctor").iterdir() if p.is_file())
+    files += [str(ROOT / "tests" / "data" / "runs" / lab / "results.json") for lab in ("lab00-v1", "lab01-v1")]
+    r = run_bare(NOTEBOOK_STACK, "x4lib", "doctor", "--from", *files)
+    _doctor_ran(r)
+    assert r.stdout.count("  read ") == len(files), r.stdout[:3000]
+
+
+def test_help_lists_every_command_on_a_bare_pod():
+    from x4lib import cli
+    r = run_bare(NOTEBOOK_STACK, "x4lib", "--help")
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert all(name in r.stdout for name in cli.COMMANDS)

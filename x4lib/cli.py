@@ -18,7 +18,8 @@ characters, any stdout encoding, and a closed pipe (``| head``) that is not an e
     2  bad input or usage: argparse's usage line plus one ``error:`` line, no traceback
 
 A model that rejects its input raises ValueError or LookupError (exit 2) with a message naming the value.
-Standard library only at import time, so the runners can share :func:`safe_text`.
+Standard library only at import time, so the runners can share :func:`safe_text`; a command's module is imported
+only when that command runs (:func:`build_parser`), so each command needs only its own dependencies.
 """
 from __future__ import annotations
 
@@ -198,21 +199,34 @@ def run_command(run, args, error, prog: str) -> int:
 
 # ---------------------------------------------------------------------------------------------- main
 
-def build_parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
-    """The parser and one subparser per command (each filled by its module's ``cli_arguments``)."""
+def build_parser(only: str | None = None, *, fill_all: bool = True
+                 ) -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
+    """The parser and one subparser per command. Every command is listed (``--help`` shows them all from
+    :data:`COMMANDS` alone); a subparser is filled by its module's ``cli_arguments`` only for ``only`` (the command
+    that runs), or for all commands when ``only`` is None and ``fill_all``. So ``python -m x4lib doctor`` imports
+    the doctor's modules and nothing else (no pybtex, pandas or jsonschema on a bare GPU pod)."""
     p = argparse.ArgumentParser(prog=PROG, description="The X4 book's command line: its models, from the shell.")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
     subs = {}
     for name, (module, help_text) in COMMANDS.items():
         sp = sub.add_parser(name, help=help_text, description=help_text)
-        importlib.import_module(module).cli_arguments(sp)
+        if name == only or (only is None and fill_all):
+            importlib.import_module(module).cli_arguments(sp)
         subs[name] = sp
     return p, subs
 
 
+def chosen_command(argv: list[str]) -> str | None:
+    """The command ``argv`` names: its first word, as the top-level parser takes no options but ``-h``
+    (None for ``--help``, no command or an unknown one; argparse then lists the commands or names the error)."""
+    return argv[0] if argv and argv[0] in COMMANDS else None
+
+
 def main(argv: list[str] | None = None) -> int:
     configure_streams()
-    parser, subs = build_parser()
-    args = parser.parse_args(sys.argv[1:] if argv is None else argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    command = chosen_command(argv)
+    parser, subs = build_parser(command, fill_all=False)
+    args = parser.parse_args(argv)
     module = importlib.import_module(COMMANDS[args.command][0])
     return run_command(module.cli_main, args, subs[args.command].error, f"{PROG} {args.command}")

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import json
 import re
 from pathlib import Path
 from types import MappingProxyType
@@ -155,18 +154,18 @@ def load_rules(path: Path = RULES_PATH) -> Mapping:
     """doctor_rules.yaml validated (JSON Schema, every rule id has a check, every rule's kinds are known):
     {"rules": id -> :class:`Rule`, "thresholds": name -> float, "log_device_names": [...], "no_p2p_gpu_names": [...]}.
     Raises :class:`RulesError` (exit 1) naming the file and the field."""
-    import jsonschema
     import yaml
+
+    from x4lib import specs
     name = Path(path).name
     try:
         data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
         raise RulesError(f"{name}: cannot be read as YAML: {' '.join(str(exc).split())}") from None
     try:
-        jsonschema.validate(data, json.loads(RULES_SCHEMA_PATH.read_text(encoding="utf-8")))
-    except jsonschema.ValidationError as exc:
-        at = "/".join(str(p) for p in exc.absolute_path) or "(top level)"
-        raise RulesError(f"{name}: {at}: {exc.message[:300]}") from None
+        specs.validate_schema(data, RULES_SCHEMA_PATH)
+    except specs.SchemaViolation as exc:
+        raise RulesError(f"{name}: {exc.where}: {exc.message[:300]}") from None
     missing = sorted(set(RULE_IDS) - set(data["rules"]))
     unknown = sorted(set(data["rules"]) - set(RULE_IDS))
     if missing or unknown:

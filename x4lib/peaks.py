@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import json
 import math
 import re
 from pathlib import Path
@@ -115,16 +114,14 @@ class PeakCheck:
 
 @functools.lru_cache(maxsize=1)
 def _data() -> dict:
-    import jsonschema
     import yaml
     try:
         raw = specs.plain(yaml.safe_load(DATA_PATH.read_text(encoding="utf-8")))
-        jsonschema.validate(raw, json.loads(SCHEMA_PATH.read_text(encoding="utf-8")))
+        specs.validate_schema(raw, SCHEMA_PATH)
     except (yaml.YAMLError, UnicodeDecodeError) as exc:
         raise PeaksDataError(f"{DATA_PATH.name}: unreadable: {exc}") from None
-    except jsonschema.ValidationError as exc:
-        where = "/".join(str(p) for p in exc.absolute_path) or "(top level)"
-        raise PeaksDataError(f"{DATA_PATH.name}: {where}: {exc.message}") from None
+    except specs.SchemaViolation as exc:
+        raise PeaksDataError(f"{DATA_PATH.name}: {exc.where}: {exc.message}") from None
     for i, u in enumerate(raw["unreproduced"]):
         if not all(math.isfinite(v) for v in [u["clock_mhz"], *u["flop_per_clock_per_unit"].values()]):
             raise PeaksDataError(f"{DATA_PATH.name}: unreproduced/{i}: non-finite number")

@@ -89,12 +89,11 @@ def schema(lab: str) -> dict:
 
 def validate(results: Mapping, lab: str, where: str = "results.json") -> None:
     """Raise :class:`RunError` naming ``where`` and the field unless ``results`` meets the lab's schema."""
-    import jsonschema
+    from x4lib import specs
     try:
-        jsonschema.validate(results, schema(lab))
-    except jsonschema.ValidationError as exc:
-        at = "/".join(str(p) for p in exc.absolute_path) or "(top level)"
-        raise RunError(f"{where}: {at}: {exc.message[:300]}") from None
+        specs.validate_schema(results, schema(lab))
+    except specs.SchemaViolation as exc:
+        raise RunError(f"{where}: {exc.where}: {exc.message[:300]}") from None
 
 
 def load_run(path: Path, lab: str, committed: bool = True) -> Run:

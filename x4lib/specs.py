@@ -19,7 +19,6 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Mapping
 
-import jsonschema
 import yaml
 
 from x4lib.kernels import DTYPE_BYTES
@@ -191,11 +190,44 @@ def plain(obj):
     return obj
 
 
+class SchemaViolation(ValueError):
+    """A document breaks its JSON Schema: ``where`` (JSON Pointer segments joined by /) and ``message``."""
+
+    def __init__(self, where: str, message: str):
+        super().__init__(f"{where}: {message}")
+        self.where, self.message = where, message
+
+
+_SCHEMA_NOTE_GIVEN = False
+
+
+def validate_schema(doc, schema) -> None:
+    """Check ``doc`` against ``schema`` (a dict or a schema file's path) with jsonschema, raising
+    :class:`SchemaViolation`. Where jsonschema is not installed (a bare GPU pod with only torch, numpy and
+    PyYAML) the check is skipped with one note on stderr per process: the book's own tests validate every data
+    file, so the pod only loses the check of files edited there."""
+    global _SCHEMA_NOTE_GIVEN
+    try:
+        import jsonschema
+    except ImportError:
+        if not _SCHEMA_NOTE_GIVEN:
+            _SCHEMA_NOTE_GIVEN = True
+            import sys
+            print("x4lib: note: jsonschema is not installed, so data files are not checked against their schemas "
+                  "(pip install jsonschema to check them)", file=sys.stderr)
+        return
+    if not isinstance(schema, dict):
+        schema = json.loads(Path(schema).read_text(encoding="utf-8"))
+    try:
+        jsonschema.validate(doc, schema)
+    except jsonschema.ValidationError as exc:
+        raise SchemaViolation("/".join(str(p) for p in exc.absolute_path) or "(top level)", exc.message) from None
+
+
 def check_document(doc, schema_path: Path, origin: str, error: type[Exception] = ValueError) -> None:
     """Refuse a parsed data file that holds a non-finite number or breaks its JSON Schema: raise ``error`` with
     ``"<origin>: <path>: <what>"`` (path as JSON Pointer segments, e.g. ``overheads/gpu_kernel_startup/value``).
     Finite numbers are checked first, since NaN slips past a schema's ``minimum``."""
-    import jsonschema
 
     def walk(obj, where):
         if isinstance(obj, float) and not math.isfinite(obj):
@@ -204,10 +236,9 @@ def check_document(doc, schema_path: Path, origin: str, error: type[Exception] =
             walk(v, f"{where}/{k}" if where else str(k))
     walk(doc, "")
     try:
-        jsonschema.validate(doc, json.loads(Path(schema_path).read_text(encoding="utf-8")))
-    except jsonschema.ValidationError as exc:
-        at = "/".join(str(p) for p in exc.absolute_path) or "(top level)"
-        raise error(f"{origin}: {at}: {exc.message}") from None
+        validate_schema(doc, schema_path)
+    except SchemaViolation as exc:
+        raise error(f"{origin}: {exc.where}: {exc.message}") from None
 
 
 def load_document(path: Path, schema_path: Path, error: type[Exception] = ValueError):
@@ -229,10 +260,9 @@ def parse_device(record: dict, origin: str = "<record>") -> Device:
     """
     record = plain(record)
     try:
-        jsonschema.validate(record, _schema())
-    except jsonschema.ValidationError as exc:
-        where = "/".join(str(p) for p in exc.absolute_path) or "(top level)"
-        raise CatalogError(f"{origin}: {where}: {exc.message}") from None
+        validate_schema(record, _schema())
+    except SchemaViolation as exc:
+        raise CatalogError(f"{origin}: {exc.where}: {exc.message}") from None
     dev_id = record["id"]
     values = {}
     for field, raw in record["values"].items():
