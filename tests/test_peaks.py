@@ -123,14 +123,94 @@ def test_every_source_of_a_basis_is_in_the_bibliography():
     assert {c.basis.source for c in peaks.check_catalog()} <= keys
 
 
-@pytest.mark.parametrize("device_id", ["h100-sxm", "trn2", "local"])
-def test_peak_json_matches_its_contract(device_id):
-    r = run_cli("peak", "--device", device_id, "--dtype", "bf16", "--json")
+def _check_peak_json(r):
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
     jsonschema.validate(doc, load_schema("peak_output.schema.json"))
     assert doc["computed_tflops"] == pytest.approx(doc["units"] * doc["flop_per_clock_per_unit"] *
                                                    doc["clock_mhz"] / 1e6)
+    return doc
+
+
+@pytest.mark.parametrize("device_id", ["h100-sxm", "trn2"])
+def test_peak_json_matches_its_contract(device_id):
+    _check_peak_json(run_cli("peak", "--device", device_id, "--dtype", "bf16", "--json"))
+
+
+def test_the_local_peak_answers_for_every_precision_this_cpu_reports():
+    """Whatever CPU runs this: fp64 and fp32 always, plus every dtype its flags give a unit for; a dtype it has
+    no unit for is a one-line usage error naming what it has, never a crash."""
+    cpu = peaks.local_cpu()
+    assert {"fp64", "fp32"} <= set(cpu.dtypes())
+    assert 1 <= cpu.cores <= cpu.logical_cpus
+    for dtype in cpu.dtypes():
+        doc = _check_peak_json(run_cli("peak", "--device", "local", "--dtype", dtype, "--json"))
+        assert doc["units"] == cpu.cores and doc["flop_per_clock_per_unit"] > 0 and doc["origin"] == "detected"
+        assert doc["status"] in ("reproduces", "flagged", "no catalog figure")
+    missing = [d for d in ("bf16", "fp16", "int8") if d not in cpu.dtypes()]
+    if missing:
+        check_usage_error(run_cli("peak", "--device", "local", "--dtype", missing[0]), "its flags show no unit")
+
+
+# An AMD EPYC 9004 (Zen 4) KVM guest: AVX-512 with BF16, no AMX, 2 cores of 1 thread each.
+ZEN4 = """processor\t: 0
+vendor_id\t: AuthenticAMD
+cpu family\t: 25
+model\t\t: 17
+model name\t: AMD EPYC 9454 48-Core Processor
+cpu MHz\t\t: 2750.000
+physical id\t: 0
+core id\t\t: 0
+flags\t\t: fpu sse2 avx avx2 fma hypervisor avx512f avx512bw avx512_bf16 avx512_vnni
+
+processor\t: 1
+vendor_id\t: AuthenticAMD
+cpu family\t: 25
+model\t\t: 17
+model name\t: AMD EPYC 9454 48-Core Processor
+cpu MHz\t\t: 2750.000
+physical id\t: 0
+core id\t\t: 1
+flags\t\t: fpu sse2 avx avx2 fma hypervisor avx512f avx512bw avx512_bf16 avx512_vnni
+"""
+
+
+def test_zen4_gets_its_bf16_rate_from_the_avx512_bf16_flag():
+    cpu = peaks.local_cpu(device.cpu_info(ZEN4))
+    assert cpu.uarch_id == "zen4" and cpu.vector_bits == 256     # 512-bit work double-pumped on 256-bit pipes
+    assert cpu.flop_per_cycle_per_core == {"fp64": 16, "fp32": 32, "bf16": 64}
+    b = cpu.basis("bf16")
+    assert b.flop_per_s == pytest.approx(2 * 64 * 2.75e9) and b.source == "intel-optimization-manual"
+    assert "FMA unit" in b.unit_name and any("avx512_bf16" in a for a in cpu.assumptions)
+    with pytest.raises(specs.UnsupportedDtypeError, match="no fp16 rate"):
+        cpu.basis("fp16")
+
+
+def test_an_unknown_cpu_gets_the_peaks_its_flags_imply():
+    # a future core (vendor and family in no table entry) with AVX-512 FP16/BF16 and AMX
+    amx = UNKNOWN.replace("GenuineIntel", "AuthenticAMD").replace("cpu family\t: 6", "cpu family\t: 99").replace(
+        "flags\t\t: fpu avx avx2 fma", "flags\t\t: fpu avx avx2 fma avx512f avx512_bf16 avx512_fp16 amx_tile amx_bf16 "
+                                       "amx_int8")
+    cpu = peaks.local_cpu(device.cpu_info(amx))
+    assert cpu.uarch_id is None and cpu.vector_bits == 512 and cpu.matrix_unit == "AMX (TMUL)"
+    assert cpu.flop_per_cycle_per_core == {"fp64": 32, "fp32": 64, "fp16": 128, "bf16": 1024, "int8": 2048}
+    assert cpu.basis("bf16").source == "pytorch-amx-recipe" and "AMX" in cpu.basis("bf16").unit_name
+    assert "FMA unit" in cpu.basis("fp16").unit_name
+
+
+def test_hardware_threads_are_not_counted_as_cores():
+    smt = "\n".join(CPUINFO_VM.replace("core id\t\t: 1", "core id\t\t: 0").split("\n"))
+    cpu = peaks.local_cpu(device.cpu_info(smt))       # two logical CPUs on one core
+    assert (cpu.cores, cpu.logical_cpus) == (1, 2)
+
+
+def test_every_flag_rule_names_a_source_in_the_bibliography():
+    rules = json.loads((peaks.Path(peaks.__file__).parent / "data" / "cpu_uarch.json").read_text())["isa_rules"]
+    keys = bib.book_keys()
+    sources = [rules["vector_fma"]["source"], rules["matrix"]["source"], *(r["source"] for r in rules["vector_dtypes"])]
+    assert set(sources) <= keys
+    for r in [rules["vector_fma"], rules["matrix"], *rules["vector_dtypes"]]:
+        assert r["rule"] and r["note"] and r["accessed"]
 
 
 @pytest.mark.parametrize("args,needles", [

@@ -11,10 +11,13 @@ Where the factors come from:
 - catalog devices: their ``peak_basis`` record (``x4lib/data/devices/*.yaml``), which reproduces the vendor's
   published dense peak (``tests/test_specs.py``); bases built from a vendor's own documents that do *not* give
   the vendor's chip figure within the tolerance live in ``x4lib/data/peaks.yaml``, each with its reason;
-- the CPU this runs on (``device="local"``): cores and flags from /proc/cpuinfo, FLOP per cycle per core from
-  the microarchitecture table (``x4lib/data/cpu_uarch.json``). A model number that contradicts the flags (some
-  virtual machines report another CPU model than the one they run on) is overruled by the flags, and every
-  such choice is returned as a sentence in ``assumptions``.
+- the CPU this runs on (``device="local"``): physical cores (not hardware threads) and flags from /proc/cpuinfo;
+  FP64/FP32 FLOP per cycle per core from the microarchitecture table (``x4lib/data/cpu_uarch.json``), and from
+  what the flags say the CPU has (its ``isa_rules``: the FMA units and vector width for FP64/FP32, AVX-512 BF16
+  and FP16 as twice the FP32 rate, AMX tiles for BF16/INT8/FP16), so a CPU missing from the table still gets the
+  peaks its flags imply. A model number that contradicts the flags (some virtual machines report another CPU
+  model than the one they run on) is overruled by the flags, and every such choice is returned as a sentence in
+  ``assumptions``.
 
 Used in: book/01-cpu-vs-gpu-vs-tpu-vs-trn1.md; ``python -m x4lib peak``.
 """
@@ -238,6 +241,10 @@ class LocalCpu:
     source: str
     catalog_id: str | None
     assumptions: tuple[str, ...]
+    #: dtype -> source key where a dtype's rate comes from a flag rule rather than the microarchitecture's entry
+    rule_sources: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    #: the dtypes whose rate is the matrix unit's (AMX), not the vector FMAs'
+    matrix_dtypes: tuple[str, ...] = ()
 
     def dtypes(self) -> list[str]:
         return list(self.flop_per_cycle_per_core)
@@ -247,18 +254,19 @@ class LocalCpu:
         key = _key(dtype)
         if key not in self.flop_per_cycle_per_core:
             raise specs.UnsupportedDtypeError(
-                f"no {key} rate recorded for this CPU ({self.uarch_id or 'unknown microarchitecture'}); "
-                f"it has: {', '.join(self.dtypes())}")
+                f"no {key} rate recorded for this CPU ({self.uarch_id or 'unknown microarchitecture'}): its flags "
+                f"show no unit for {key}; it has: {', '.join(self.dtypes())}")
         clock = clock_hz if clock_hz is not None else self.clock_hz
         if clock is None:
             raise ValueError("this CPU reports no clock: pass one (--clock-mhz)")
-        matrix = key in MATRIX_FLAGS and self.matrix_unit is not None
+        matrix = key in self.matrix_dtypes
         unit = f"core ({self.matrix_unit})" if matrix else (
             f"core ({self.fma_units} FMA unit{'s' if self.fma_units > 1 else ''} × {self.vector_bits}-bit)")
         return PeakBasis(device=LOCAL, name=self.name, dtype=specs.normalize_dtype(dtype), unit_name=unit,
                          units=self.cores, flop_per_clock_per_unit=float(self.flop_per_cycle_per_core[key]),
                          clock_hz=clock, clock_kind="given" if clock_hz is not None else "reported",
-                         source=self.source, origin="detected", note="; ".join(self.assumptions))
+                         source=self.rule_sources.get(key, self.source), origin="detected",
+                         note="; ".join(self.assumptions))
 
 
 def _flag_vector_bits(flags: set[str]) -> int | None:
@@ -281,6 +289,7 @@ def local_cpu(info: Mapping | None = None) -> LocalCpu:
     info = dict(info if info is not None else dev_detect.cpu_info())
     flags = set(info.get("flags") or ())
     table = dev_detect._load("cpu_uarch.json")["microarchitectures"]
+    rules = dev_detect._load("cpu_uarch.json")["isa_rules"]
     by_model = dev_detect.match_cpu_uarch(info)
     vendor = info.get("vendor_id")
     candidates = [a for a in table if a.get("signature_flags") and set(a["signature_flags"]) <= flags
@@ -311,21 +320,38 @@ def local_cpu(info: Mapping | None = None) -> LocalCpu:
             per_cycle = {"fp64": fma * bits // 64 * 2, "fp32": fma * bits // 32 * 2}
         source = chosen["source"]
         matrix = chosen.get("matrix_flop_per_cycle_per_core", {})
-        matrix_unit = None
-        for d, flag in MATRIX_FLAGS.items():
-            if d in matrix and flag in flags:
-                per_cycle[d] = matrix[d]
-                matrix_unit = chosen.get("matrix_unit", "matrix unit")
+        matrix_name = chosen.get("matrix_unit") or rules["matrix"]["unit"]
         if chosen.get("fma_units_source"):
             notes.append(f"{fma} FMA units per core as Intel lists for the {chosen['id']} parts with "
                          f"{', '.join(chosen.get('signature_flags', []))} (a part with one unit would have half)")
     else:
         bits = flag_bits or 128
-        fma = 2
+        fma = int(rules["vector_fma"]["default_fma_units"])
         per_cycle = {"fp64": fma * bits // 64 * 2, "fp32": fma * bits // 32 * 2}
-        source, matrix_unit = "so-flops-per-cycle", None
-        notes.append(f"no microarchitecture in the table matches this CPU ({fam_model}); 2 FMA units of the widest "
-                     f"vector the flags show ({bits}-bit) are assumed")
+        source, matrix, matrix_name = rules["vector_fma"]["source"], {}, rules["matrix"]["unit"]
+        notes.append(f"no microarchitecture in the table matches this CPU ({fam_model}); {fma} FMA units of the widest "
+                     f"vector the flags show ({bits}-bit) are assumed (one-unit parts would have half)")
+    rule_sources: dict[str, str] = {}
+    matrix_dtypes: list[str] = []
+    for r in rules["vector_dtypes"]:          # AVX-512 BF16 / FP16: a multiple of the FP32 FMA rate
+        if r["flag"] in flags and r["dtype"] not in per_cycle:
+            per_cycle[r["dtype"]] = r["times_fp32"] * per_cycle["fp32"]
+            rule_sources[r["dtype"]] = r["source"]
+            notes.append(f"{r['dtype']}: the {r['flag']} flag, {r['times_fp32']} × the FP32 FMA rate")
+    for d, flag in MATRIX_FLAGS.items():       # AMX tiles: the table's figure, else the flag rule's
+        if flag not in flags:
+            continue
+        if d in matrix:
+            per_cycle[d] = matrix[d]
+            rule_sources.pop(d, None)
+        elif d in rules["matrix"]["flop_per_cycle_per_core"]:
+            per_cycle[d] = rules["matrix"]["flop_per_cycle_per_core"][d]
+            rule_sources[d] = rules["matrix"]["source"]
+            notes.append(f"{d}: the {flag} flag, an AMX tile unit at {per_cycle[d]:,} FLOP per cycle per core")
+        else:
+            continue
+        matrix_dtypes.append(d)
+    matrix_unit = matrix_name if matrix_dtypes else None
     cores = int(info.get("physical_cores") or info.get("logical_cpus") or 1)
     if "hypervisor" in flags:
         notes.append(f"this is a virtual machine: its {cores} cores are counted as the physical cores it reports "
@@ -343,7 +369,7 @@ def local_cpu(info: Mapping | None = None) -> LocalCpu:
                     uarch_id=chosen["id"] if chosen else None, by_model=by_model["id"] if by_model else None,
                     by_flags=by_flags["id"] if by_flags else None, vector_bits=bits, fma_units=fma,
                     flop_per_cycle_per_core=per_cycle, matrix_unit=matrix_unit, source=source, catalog_id=cat,
-                    assumptions=tuple(notes))
+                    assumptions=tuple(notes), rule_sources=rule_sources, matrix_dtypes=tuple(matrix_dtypes))
 
 
 # --------------------------------------------------------------------- command line: python -m x4lib peak

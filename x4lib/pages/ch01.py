@@ -128,8 +128,8 @@ def local_peak_sentence() -> str:
     text = (f"So {cpu.name} (as detected) peaks at {fp32 / 1e9:,.0f} GFLOP/s dense FP32 on its vector units at the "
             f"clock it reports; one H100's dense BF16 peak is {h100 / fp32:,.0f} times that")
     if bf16 is not None:
-        text += (f", and {h100 / bf16:,.0f} times the {bf16 / 1e12:,.2f} TFLOP/s dense BF16 of this CPU's "
-                 f"{cpu.matrix_unit or 'matrix'} units")
+        unit = f"{cpu.matrix_unit} units" if "bf16" in cpu.matrix_dtypes else "vector units (AVX-512 BF16)"
+        text += (f", and {h100 / bf16:,.0f} times the {bf16 / 1e12:,.2f} TFLOP/s dense BF16 of this CPU's {unit}")
     return text + "."
 
 
