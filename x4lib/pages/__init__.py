@@ -3,3 +3,26 @@ concept modules (``x4lib/<concept>.py``, the models) so a reader knows which cod
 page. One module per page, named after it: ``ch00`` (book/00-motivation.md), ``lab00`` (book/lab-00-roofline.md),
 ``lab01`` (book/lab-01-collectives.md). A page calls ``from x4lib.pages import lab00 as page``.
 """
+
+#: significant digits a glued float keeps by default: enough for any prose format, few enough that the last bits
+#: of a float (which vary with the CPU's code path: libm's FMA variants, numpy's SIMD loops, BLAS blocking and
+#: thread count) never reach a notebook's reference output (tests/test_notebooks.py checks it)
+GLUE_SIGNIFICANT_DIGITS = 10
+
+
+def round_sig(value, digits: int = GLUE_SIGNIFICANT_DIGITS):
+    """``value`` rounded to ``digits`` significant digits when it is a float (numpy floats included); anything
+    else (ints, strings, figures, tables) unchanged."""
+    if isinstance(value, bool) or isinstance(value, int):
+        return value
+    if isinstance(value, float) or type(value).__name__ in ("float16", "float32", "float64", "longdouble"):
+        v = float(value)
+        return float(f"{v:.{digits}g}") if v == v and v not in (float("inf"), float("-inf")) else v
+    return value
+
+
+def glue(name: str, value, display: bool = True, *, digits: int = GLUE_SIGNIFICANT_DIGITS):
+    """myst_nb's ``glue`` with floats rounded at the source (:func:`round_sig`). A value computed by this machine's
+    floating point (a CPU matmul, an emulation's error, a fit) passes ``digits`` = what the prose shows."""
+    from myst_nb import glue as myst_glue
+    return myst_glue(name, round_sig(value, digits), display=display)
