@@ -1,10 +1,10 @@
-# The two commands of the README: `make book` and `make test`. Both set up .venv on first use.
+# The commands of the README: `make book`, `make test` and `make lab`. Both set up .venv on first use.
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: book book-clean test test-fast setup sync refresh clean
+.PHONY: book book-clean test test-fast lab setup sync refresh clean
 
 $(STAMP): requirements.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -33,7 +33,12 @@ test: $(STAMP)
 
 ## make test-fast: everything but the book build and the browser, for the edit loop
 test-fast: $(STAMP)
-	$(BIN)/python -m pytest -m "not build"
+	$(BIN)/python -m pytest -m "not build and not browser"
+
+## make lab: JupyterLab on http://127.0.0.1:8888 (token in the printed URL), opening the book's front page; the
+## chapters (book/*.md) open as notebooks through jupytext and save back to their pair, so the explorers run live
+lab: $(STAMP)
+	$(BIN)/jupyter lab --config=jupyter/jupyter_server_config.py
 
 ## make sync: push edits of book/*.md into notebooks/*.ipynb (keeps outputs)
 sync: $(STAMP)
