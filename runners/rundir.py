@@ -95,7 +95,7 @@ def sweep_stale(staging: Path = STAGING) -> list[Path]:
     removed = []
     for d in sorted(Path(staging).glob("*")) if Path(staging).is_dir() else []:
         try:
-            pid = int((d / ".pid").read_text().strip())
+            pid = int((d / ".pid").read_text(encoding="utf-8", errors="replace").strip())
         except (OSError, ValueError):
             pid = None
         if pid is None or not _pid_alive(pid):

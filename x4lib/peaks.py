@@ -116,12 +116,9 @@ class PeakCheck:
 @functools.lru_cache(maxsize=1)
 def _data() -> dict:
     import jsonschema
-    import yaml
     try:
-        raw = specs.plain(yaml.safe_load(DATA_PATH.read_text(encoding="utf-8")))
+        raw = specs.read_yaml(DATA_PATH, PeaksDataError)
         jsonschema.validate(raw, json.loads(SCHEMA_PATH.read_text(encoding="utf-8")))
-    except (yaml.YAMLError, UnicodeDecodeError) as exc:
-        raise PeaksDataError(f"{DATA_PATH.name}: unreadable: {exc}") from None
     except jsonschema.ValidationError as exc:
         where = "/".join(str(p) for p in exc.absolute_path) or "(top level)"
         raise PeaksDataError(f"{DATA_PATH.name}: {where}: {exc.message}") from None

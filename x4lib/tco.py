@@ -221,7 +221,7 @@ def cli_arguments(p) -> None:
     from x4lib import cli
     p.description = ("Cost per GPU-hour of owning a cluster against renting it, and the break-even utilisation. "
                      "Defaults are the sourced values of x4lib/data/datacenter.yaml and economics.yaml.")
-    p.add_argument("--device", default="h100-sxm", type=cli.choice_of("device", _devices_with_server_power()),
+    p.add_argument("--device", default="h100-sxm", type=cli.choice_of("device", _devices_with_server_power),
                    help="catalog id of a device with a published whole-server power")
     p.add_argument("--gpus", type=cli.number("GPUs", 1, 1e7, integer=True), default=1024)
     p.add_argument("--years", type=cli.number("years", 0, 50, low_open=True), help="depreciation period")

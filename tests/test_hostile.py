@@ -1,0 +1,136 @@
+"""Hostile input, bounded (issue 34): broken data files, escaped text, bounded time and memory. Each test runs in
+well under a few seconds."""
+import ast
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from x4lib import cli, specs
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+# ------------------------------------------------------------------------ data files: one bounded reader
+
+def test_every_yaml_data_file_goes_through_the_one_reader():
+    """No module parses YAML itself: specs.read_yaml is the only reader (non-finite, aliases, size, UTF-8)."""
+    offenders = []
+    for path in list((ROOT / "x4lib").rglob("*.py")) + list((ROOT / "runners").rglob("*.py")):
+        if path.name == "specs.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "yaml"
+                    and node.attr in ("safe_load", "load", "full_load", "unsafe_load", "load_all")):
+                offenders.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert not offenders
+
+
+def test_non_finite_number_is_refused_naming_file_and_field(tmp_path):
+    f = tmp_path / "economics.yaml"
+    f.write_text("prices:\n  h100:\n    value: .nan\n", encoding="utf-8")
+    with pytest.raises(specs.DataFileError, match=r"economics.yaml: prices/h100/value: nan is not a finite"):
+        specs.read_yaml(f)
+    assert specs.DataFileError.exit_code == 1
+
+
+def test_alias_bomb_is_refused_quickly(tmp_path):
+    lines = ['a0: &a0 ["x","x","x","x","x","x","x","x","x"]']
+    lines += [f"a{i}: &a{i} [" + ",".join([f"*a{i - 1}"] * 9) + "]" for i in range(1, 10)]
+    f = tmp_path / "bomb.yaml"
+    f.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with pytest.raises(specs.DataFileError, match=r"bomb.yaml: .*more than 8 aliases"):
+        specs.read_yaml(f)
+
+
+def test_a_few_aliases_still_read(tmp_path):
+    f = tmp_path / "ok.yaml"
+    f.write_text("a: &x {v: 1}\nb: *x\nc: *x\n", encoding="utf-8")
+    assert specs.read_yaml(f) == {"a": {"v": 1}, "b": {"v": 1}, "c": {"v": 1}}
+
+
+def test_nan_threshold_in_doctor_rules_is_refused(tmp_path):
+    from x4lib import findings
+    text = findings.RULES_PATH.read_text(encoding="utf-8")
+    broken = text.replace("thresholds:\n  below_model_fraction:\n    value: 0.5",
+                          "thresholds:\n  below_model_fraction:\n    value: .nan", 1)
+    assert broken != text
+    f = tmp_path / "doctor_rules.yaml"
+    f.write_text(broken, encoding="utf-8")
+    with pytest.raises(findings.RulesError, match=r"doctor_rules.yaml: thresholds/below_model_fraction/value: nan"):
+        findings.load_rules(f)
+
+
+def _main(argv, monkeypatch, capsys):
+    with pytest.raises(SystemExit) as exc:
+        sys.exit(cli.main(argv))
+    out = capsys.readouterr()
+    return exc.value.code, out.out, out.err
+
+
+def test_a_broken_catalog_stops_only_the_commands_that_need_it(monkeypatch, capsys):
+    def broken(*_a, **_k):
+        raise specs.CatalogError("h100-sxm.yaml: values/tf32_dense_tflops/value: nan is not a finite number")
+    monkeypatch.setattr(specs, "load_catalog", broken)
+    code, out, _ = _main(["--help"], monkeypatch, capsys)
+    assert code == 0 and "specs" in out
+    code, out, err = _main(["kv-cache", "--model", "llama2-7b", "--context", "10"], monkeypatch, capsys)
+    assert code == 0 and "KV cache" in out
+    for argv in (["specs"], ["tco"], ["comm-estimate", "--strategy", "dp", "--cluster", "2x8-h100-ib400",
+                                      "--params", "1e9"]):
+        code, out, err = _main(argv, monkeypatch, capsys)
+        lines = err.strip().splitlines()
+        assert code == 1 and len(lines) == 1 and "h100-sxm.yaml: values/tf32_dense_tflops/value" in lines[0], err
+
+
+def test_data_files_read_in_a_c_locale():
+    env = dict(os.environ, LC_ALL="C", LANG="C", PYTHONUTF8="0", PYTHONPATH=str(ROOT))
+    r = subprocess.run([sys.executable, "-m", "x4lib", "specs", "h100-sxm"], capture_output=True, text=True,
+                       env=env, cwd=ROOT, timeout=60)
+    assert r.returncode == 0, r.stderr
+
+
+# ------------------------------------------------------------------ item 1: a run's text is text, never markup
+
+EVIL = "NVIDIA <script>alert(1)</script> **H100** [x](javascript:1) {eval}`1` $x$"
+
+
+def _html_and_text(md: str):
+    from markdown_it import MarkdownIt
+    tokens = MarkdownIt("commonmark").parse(md)
+    kinds, text = set(), []
+    for t in tokens:
+        for c in [t, *(t.children or [])]:
+            kinds.add(c.type)
+            if c.type in ("text", "code_inline"):
+                text.append(c.content)
+    return kinds, "".join(text)
+
+
+def _assert_literal(md: str):
+    kinds, text = _html_and_text(md)
+    assert not kinds & {"html_inline", "html_block", "link_open"}, md
+    assert "<script>alert(1)</script>" in text and "**H100**" in text, text
+
+
+def test_lab_pages_escape_a_device_name_and_warnings():
+    from test_pages_lab00 import cpu_run
+    from test_pages_lab01 import measured
+    from x4lib.pages import lab00, lab01
+    run = cpu_run()
+    doc = dict(run.results, device={**run.results["device"], "detected_name": EVIL}, warnings=[EVIL])
+    evil = type(run)(run.run_id, run.path, run.lab, doc, run.committed)
+    _assert_literal(lab00.summary_markdown(evil))
+    _assert_literal(lab00.warnings_markdown(evil))
+    results = measured({2**10: [10.0], 2**16: [20.0]})
+    results["device"]["detected_name"] = EVIL
+    _assert_literal(lab01.run_markdown(results))
+
+
+def test_md_helpers():
+    from x4lib.tables import md_code, md_text
+    _assert_literal(md_text(EVIL))
+    kinds, text = _html_and_text(md_code("a`<b>`c"))
+    assert "html_inline" not in kinds and text == "a`<b>`c"
