@@ -1,6 +1,7 @@
 """Hostile input, bounded (issue 34): broken data files, escaped text, bounded time and memory. Each test runs in
 well under a few seconds."""
 import ast
+import math
 import os
 import subprocess
 import sys
@@ -134,3 +135,112 @@ def test_md_helpers():
     _assert_literal(md_text(EVIL))
     kinds, text = _html_and_text(md_code("a`<b>`c"))
     assert "html_inline" not in kinds and text == "a`<b>`c"
+
+
+# ------------------------------------------------------------------------------- item 4, 11: logs bounded
+
+def test_an_imported_log_named_like_a_run_file_keeps_its_copy(tmp_path):
+    from conftest import run_cli
+    from test_runners_lab01 import H100_LOG
+    src = tmp_path / "in"
+    src.mkdir()
+    log = src / "results.json"
+    log.write_bytes(H100_LOG.read_bytes())
+    r = run_cli("lab01", "--profile", "cluster-2x8", "--import-log", str(log), "--runs-dir", str(tmp_path / "runs"),
+                module="runners")
+    assert r.returncode == 0, r.stderr
+    run = next((tmp_path / "runs" / "lab01").iterdir())
+    assert (run / "imported-nccl-tests.log").read_bytes() == H100_LOG.read_bytes()
+    assert '"schema_version"' in (run / "results.json").read_text(encoding="utf-8")
+
+
+def test_import_log_empty_path_says_so():
+    from conftest import run_cli
+    r = run_cli("lab01", "--profile", "cluster-2x8", "--import-log", "", module="runners")
+    assert r.returncode == 2 and "empty path" in r.stderr and "directory" not in r.stderr
+
+
+def test_a_log_of_too_many_rows_is_refused_in_bounded_time():
+    import time
+    from x4lib import nccl_log
+    from test_runners_lab01 import H100_LOG
+    lines = H100_LOG.read_text(encoding="utf-8").splitlines()
+    i = next(i for i, ln in enumerate(lines) if ln.strip()[:1].isdigit())
+    text = "\n".join(lines[:i] + [lines[i]] * (nccl_log.MAX_TABLE_LINES + 5) + lines[i:]) + "\n"
+    t0 = time.perf_counter()
+    with pytest.raises(nccl_log.NcclLogError, match="more than 10,000 result lines"):
+        nccl_log.read_log(text, "big.log")
+    assert time.perf_counter() - t0 < 5
+    with pytest.raises(nccl_log.NcclLogError, match="more than 1,000,000 lines"):
+        nccl_log.read_log("x\n" * (nccl_log.MAX_LOG_LINES + 1), "long.log")
+
+
+# ------------------------------------------------------------------- items 9, 13, 14, 15: bounded answers
+
+def test_systolic_guards_on_estimated_time_not_pe_cycles():
+    from x4lib import systolic
+    with pytest.raises(ValueError, match=r"1x1 array, 200x200x200: .* would take about \d+ s"):
+        systolic.random_check(1, 200, 200, 200)
+    assert systolic.estimated_seconds(1, 1, 200, 200, 200) > systolic.MAX_SIM_SECONDS
+    run, ok = systolic.random_check(4, 8, 8, 8)
+    assert ok
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
+def test_render_reads_results_json_bounded(tmp_path):
+    from x4lib import runs
+    fifo, zero, deep = (tmp_path / n for n in ("fifo", "zero", "deep"))
+    for d in (fifo, zero, deep):
+        d.mkdir()
+    os.mkfifo(fifo / "results.json")
+    (zero / "results.json").symlink_to("/dev/zero")
+    (deep / "results.json").write_text("[" * 100_000 + "]" * 100_000, encoding="utf-8")
+    for d, needle in ((fifo, "not a regular file"), (zero, "not a regular file"), (deep, "nested")):
+        with pytest.raises(runs.RunError, match=needle):
+            runs.load_run(d, "lab00")
+    (deep / "results.json").write_text('{"a":' * 40 + "1" + "}" * 40, encoding="utf-8")
+    with pytest.raises(runs.RunError, match="nested more than 16 levels"):
+        runs.load_run(deep, "lab00")
+
+
+def test_in_range_numbers_give_finite_answers():
+    from x4lib import reliability, tco
+    assert reliability.goodput(1.0, 0.72, 20.0, 600.0) == 0.0
+    assert reliability.goodput(1187.0, 36000.0, 20.0, 600.0) == pytest.approx(0.9511, abs=1e-4)
+    assert tco.capital_recovery_factor(1e-16, 5) == pytest.approx(0.2)
+    assert math.isfinite(tco.capital_recovery_factor(0.08, 1e-15))
+    assert tco.capital_recovery_factor(0.08, 5) == pytest.approx(0.08 * 1.08**5 / (1.08**5 - 1))
+
+
+@pytest.mark.parametrize("argv", [["tco", "--utilisation=5e-324"], ["train-estimate", "--mfu=1e-300"]])
+def test_ranges_exclude_values_that_only_overflow(argv, monkeypatch, capsys):
+    code, out, err = _main(argv, monkeypatch, capsys)
+    assert code == 2 and "must be >=" in err and "inf" not in out
+
+
+# ------------------------------------------------------------------------------ item 10: check-claims linear
+
+@pytest.mark.parametrize("page", [
+    "# T\n\n" + "A 5 W lamp, 6 W bulb, " * 5000 + "\n",          # 10k claims in one sentence
+    "# T\n\n" + "A 5 W lamp. " * 5000 + "\n",                     # 5k sentences in one paragraph
+    "# T\n\n<div>\n" + "<!-- x " * 40000 + "\n</div>\n",           # 40k unclosed comments in raw HTML
+])
+def test_check_claims_is_linear(page):
+    import time
+    from x4lib import claims
+    t0 = time.perf_counter()
+    claims.check_text(page, "p.md", frozenset())
+    assert time.perf_counter() - t0 < 5
+
+
+def test_check_claims_refuses_a_huge_page_and_names_a_fifo(tmp_path):
+    from x4lib import claims
+    big = tmp_path / "big.md"
+    big.write_bytes(b"x" * (claims.MAX_PAGE_BYTES + 1))
+    with pytest.raises(claims.UsageError, match="larger than 1 MiB"):
+        claims.read_page(big)
+    if hasattr(os, "mkfifo"):
+        fifo = tmp_path / "f.md"
+        os.mkfifo(fifo)
+        with pytest.raises(claims.UsageError, match="not a regular file"):
+            claims.collect([str(fifo)])

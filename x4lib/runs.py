@@ -97,18 +97,65 @@ def validate(results: Mapping, lab: str, where: str = "results.json") -> None:
         raise RunError(f"{where}: {at}: {exc.message[:300]}") from None
 
 
+MAX_RESULTS_BYTES = 64 * 2**20   # as a log: a run stores its rows, not more
+MAX_RESULTS_DEPTH = 16           # the schemas nest 6 levels
+
+
+def read_limited(path: Path, limit: int) -> bytes:
+    """The bytes of a regular file of at most ``limit`` bytes: opened without blocking (a FIFO with no writer
+    returns at once), type and size checked on the open descriptor (a symlink to /dev/zero is a device), read
+    no further than the limit. Raises OSError (FileNotFoundError) or ValueError naming what is wrong."""
+    import os
+    import stat
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise ValueError("not a regular file (a FIFO, a device or a directory)")
+        if st.st_size > limit:
+            raise ValueError(f"larger than {limit // 2**20} MiB")
+        chunks, size = [], 0
+        while size <= limit and (chunk := os.read(fd, limit + 1 - size)):
+            chunks.append(chunk)
+            size += len(chunk)
+        if size > limit:
+            raise ValueError(f"larger than {limit // 2**20} MiB")
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def _depth(obj) -> int:
+    """Nesting depth of a parsed JSON value, without recursion."""
+    deepest, stack = 0, [(obj, 1)]
+    while stack:
+        o, d = stack.pop()
+        deepest = max(deepest, d)
+        if d > MAX_RESULTS_DEPTH:
+            return d
+        if isinstance(o, dict):
+            stack.extend((v, d + 1) for v in o.values())
+        elif isinstance(o, list):
+            stack.extend((v, d + 1) for v in o)
+    return deepest
+
+
 def load_run(path: Path, lab: str, committed: bool = True) -> Run:
     """Read and validate ``path/results.json`` (strict JSON: NaN and Infinity are refused)."""
     path = Path(path)
     where = f"{path}/results.json"
     try:
-        data = _strict_json((path / "results.json").read_text(encoding="utf-8"))
+        data = _strict_json(read_limited(path / "results.json", MAX_RESULTS_BYTES).decode("utf-8"))
     except FileNotFoundError:
         raise RunError(f"{where}: no such file (is {path} a run directory?)") from None
+    except RecursionError:
+        raise RunError(f"{where}: nested too deeply to be a results.json") from None
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         raise RunError(f"{where}: unreadable or not JSON ({str(exc).splitlines()[0][:200]})") from None
     if not isinstance(data, dict):
         raise RunError(f"{where}: expected a JSON object")
+    if _depth(data) > MAX_RESULTS_DEPTH:
+        raise RunError(f"{where}: nested more than {MAX_RESULTS_DEPTH} levels deep; not a results.json")
     validate(data, lab, where)
     if data.get("lab") != lab:
         raise RunError(f"{where}: a run of {data.get('lab')!r}, not {lab!r}")

@@ -241,7 +241,7 @@ def read_yaml(path: Path, error: type[Exception] = DataFileError):
     try:
         doc = plain(yaml.load(text, Loader=_BoundedLoader))  # noqa: S506 — a SafeLoader subclass
     except yaml.YAMLError as exc:
-        raise error(f"{name}: not valid YAML: {' '.join(str(exc).split())}") from None
+        raise error(f"{name}: cannot be read as YAML: {' '.join(str(exc).split())}") from None
     except RecursionError:
         raise error(f"{name}: nested too deeply") from None
     finite_walk(doc, name, error)
