@@ -244,3 +244,30 @@ def test_check_claims_refuses_a_huge_page_and_names_a_fifo(tmp_path):
         os.mkfifo(fifo)
         with pytest.raises(claims.UsageError, match="not a regular file"):
             claims.collect([str(fifo)])
+
+
+# ------------------------------------------------------------------------ item 16: values in physical sense
+
+def test_a_schema_valid_time_of_5e_324_s_is_refused_naming_the_field():
+    from test_pages_lab00 import cpu_run
+    from x4lib import runs
+    doc = dict(cpu_run().results)
+    doc["matmul"] = [dict(doc["matmul"][0], best_s=5e-324)] + list(doc["matmul"][1:])
+    with pytest.raises(runs.RunError, match=r"results.json: matmul/0/best_s: 4.94066e-324 s is not a time"):
+        runs.validate(doc, "lab00")
+    doc["matmul"] = [dict(doc["matmul"][0], best_s=0.002, times_s=[0.002, 2e5])] + list(doc["matmul"][1:])
+    with pytest.raises(runs.RunError, match=r"matmul/0/times_s/1"):
+        runs.validate(doc, "lab00")
+
+
+def test_ib_ports_leaves_out_rates_without_physical_sense(tmp_path):
+    from x4lib import topo
+    text = "".join(f"CA 'mlx5_{i}'\n\tPort 1:\n\t\tState: Active\n\t\tRate: {r}\n\t\tLink layer: InfiniBand\n"
+                   for i, r in enumerate(["1e999", "nan", "-400", "400"]))
+    f = tmp_path / "ibstat.txt"
+    f.write_text(text, encoding="utf-8")
+    code = subprocess.run([sys.executable, "-m", "x4lib", "ib-ports", str(f)], capture_output=True, text=True,
+                          cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(ROOT)), timeout=60)
+    out = code.stdout + code.stderr
+    assert code.returncode == 0 and "inf Gb/s" not in out and "nan Gb/s" not in out, out
+    assert out.count("- Gb/s") == 3 and "400.0 Gb/s" in out and out.count("not a port's rate") == 3

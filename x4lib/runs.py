@@ -95,6 +95,42 @@ def validate(results: Mapping, lab: str, where: str = "results.json") -> None:
     except jsonschema.ValidationError as exc:
         at = "/".join(str(p) for p in exc.absolute_path) or "(top level)"
         raise RunError(f"{where}: {at}: {exc.message[:300]}") from None
+    check_times(results, where)
+
+
+#: a stored time in physical sense: above a nanosecond, below a day (seconds in ``*_s``, µs in ``*_us``)
+TIME_RANGE_S = (1e-9, 86400.0)
+
+
+def check_times(results, where: str = "results.json") -> None:
+    """Raise :class:`RunError` naming the field unless every time a run stores (TIME_FIELDS, and the lists
+    ``times_s`` / ``times_us``) is finite, above a nanosecond and below a day: a schema
+    allows 5e-324 s, which would show as an infinite rate."""
+    lo, hi = TIME_RANGE_S
+    stack = [(results, "")]
+    while stack:
+        obj, at = stack.pop()
+        items = obj.items() if isinstance(obj, Mapping) else enumerate(obj) if isinstance(obj, list) else ()
+        for k, v in items:
+            here = f"{at}/{k}" if at else str(k)
+            if isinstance(v, (Mapping, list)):
+                key = k if isinstance(k, str) else ""
+                if key in ("times_s", "times_us") and isinstance(v, list):
+                    scale = 1.0 if key == "times_s" else 1e-6
+                    for i, x in enumerate(v):
+                        _check_time(x * scale if isinstance(x, (int, float)) else x, f"{here}/{i}", where, lo, hi)
+                else:
+                    stack.append((v, here))
+            elif k in TIME_FIELDS and isinstance(v, (int, float)) and not isinstance(v, bool):
+                _check_time(v * (1e-6 if k.endswith("_us") else 1.0), here, where, lo, hi)
+
+
+TIME_FIELDS = frozenset({"best_s", "median_s", "time_us", "elapsed_s"})
+
+
+def _check_time(v, here: str, where: str, lo: float, hi: float) -> None:
+    if isinstance(v, (int, float)) and not (lo < v < hi):
+        raise RunError(f"{where}: {here}: {v:g} s is not a time a run measures (above 1 ns, below a day)")
 
 
 MAX_RESULTS_BYTES = 64 * 2**20   # as a log: a run stores its rows, not more

@@ -200,7 +200,8 @@ def random_check(rows: int, m: int, n: int, k: int, cols: int = None, overlap: b
     _check(rows, cols, m, n, k)
     est = estimated_seconds(rows, cols, m, n, k, overlap)
     if est > MAX_SIM_SECONDS:
-        raise ValueError(f"{rows}x{cols} array, {m}x{n}x{k}: {cycles_formula(m, n, k, rows, cols, overlap):,} cycles "
+        cycles = cycles_formula(m, n, k, rows, cols, overlap)
+        raise ValueError(f"{rows}x{cols} array, {m}x{n}x{k}: {cycles:,} cycles ({rows * cols * cycles:.2g} PE-cycles) "
                          f"would take about {est:,.0f} s to simulate here (limit {MAX_SIM_SECONDS} s); use a smaller "
                          f"shape, a larger array, or the formula (x4lib.systolic.formula)")
     rng = np.random.default_rng(seed)
