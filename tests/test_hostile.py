@@ -271,3 +271,61 @@ def test_ib_ports_leaves_out_rates_without_physical_sense(tmp_path):
     out = code.stdout + code.stderr
     assert code.returncode == 0 and "inf Gb/s" not in out and "nan Gb/s" not in out, out
     assert out.count("- Gb/s") == 3 and "400.0 Gb/s" in out and out.count("not a port's rate") == 3
+
+
+# --------------------------------------------------------------- item 5: a missed wake-up costs a slice, not 300 s
+
+def test_a_kernel_reply_missed_by_one_poll_is_read_by_the_next():
+    """The mechanism of the 300 s render stall: the first poll of the shell socket misses its wake-up and would
+    sleep out its whole timeout; sliced waits poll afresh and read the queued reply within a slice."""
+    import asyncio
+    import time
+    from queue import Empty
+
+    from jupyter_client.channels import AsyncZMQSocketChannel
+    from runners.core import sliced_kernel_waits
+
+    calls = []
+
+    async def missed_once(self, timeout=None):
+        calls.append(timeout)
+        if len(calls) == 1:  # the missed edge: nothing wakes this poll before its timeout
+            await asyncio.sleep(timeout)
+            raise Empty
+        return {"msg_type": "execute_reply"}
+
+    original = AsyncZMQSocketChannel.get_msg
+    AsyncZMQSocketChannel.get_msg = missed_once
+    try:
+        with sliced_kernel_waits(0.05):
+            t0 = time.perf_counter()
+            msg = asyncio.run(AsyncZMQSocketChannel.get_msg(object.__new__(AsyncZMQSocketChannel), timeout=300))
+            elapsed = time.perf_counter() - t0
+        assert AsyncZMQSocketChannel.get_msg is missed_once          # restored after the render
+    finally:
+        AsyncZMQSocketChannel.get_msg = original
+    assert msg["msg_type"] == "execute_reply" and elapsed < 2 and calls[0] == 0.05
+
+
+def test_sliced_waits_keep_the_total_timeout():
+    import asyncio
+    import time
+    from queue import Empty
+
+    from jupyter_client.channels import AsyncZMQSocketChannel
+    from runners.core import sliced_kernel_waits
+
+    async def never(self, timeout=None):
+        await asyncio.sleep(timeout)
+        raise Empty
+
+    original = AsyncZMQSocketChannel.get_msg
+    AsyncZMQSocketChannel.get_msg = never
+    try:
+        with sliced_kernel_waits(0.05):
+            t0 = time.perf_counter()
+            with pytest.raises(Empty):
+                asyncio.run(AsyncZMQSocketChannel.get_msg(object.__new__(AsyncZMQSocketChannel), timeout=0.3))
+            assert 0.25 < time.perf_counter() - t0 < 2
+    finally:
+        AsyncZMQSocketChannel.get_msg = original
