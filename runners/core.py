@@ -24,6 +24,8 @@ import contextlib
 import dataclasses
 import importlib
 import json
+import os
+import shutil
 import sys
 from pathlib import Path
 
@@ -172,8 +174,12 @@ def render(lab, run_dir: Path, stage: Path | None = None) -> Path:
     put the executed copy into ``run_dir``. The notebook is written elsewhere first, so a failed render leaves
     nothing in the run folder (the failed copy goes to out/failed-runs/)."""
     notebook = ROOT / lab.NOTEBOOK
-    out_dir = Path(stage) if stage else rundir.STAGING / f"render-{rundir.slug(run_dir.name)}"
+    # a folder of this process (two renders of one run do not collide) holding its .pid (another run's sweep of
+    # stale folders leaves a render in progress alone)
+    out_dir = Path(stage) if stage else rundir.STAGING / f"render-{rundir.slug(run_dir.name)}-{os.getpid()}"
     out_dir.mkdir(parents=True, exist_ok=True)
+    if not stage:
+        (out_dir / ".pid").write_text(str(os.getpid()), encoding="utf-8")
     tmp = out_dir / f".rendering-{notebook.name}"
     try:
         execute_notebook(notebook, tmp, {"run_dir": str(Path(run_dir).resolve()), "measure_here": False})
@@ -182,13 +188,15 @@ def render(lab, run_dir: Path, stage: Path | None = None) -> Path:
         kept = rundir.FAILED / f"{run_dir.name}-{notebook.name}"
         if tmp.exists():
             tmp.replace(kept)
+        if not stage:
+            shutil.rmtree(out_dir, ignore_errors=True)
         raise RunFailed(f"rendering {notebook.name} failed: {type(exc).__name__}: "
                         f"{str(exc).strip().splitlines()[-1][:300] if str(exc).strip() else ''} "
                         f"(the failed notebook is {kept.relative_to(ROOT) if kept.exists() else 'not kept'})") from None
     final = Path(run_dir) / notebook.name
     tmp.replace(final)
     if not stage:
-        out_dir.rmdir()
+        shutil.rmtree(out_dir, ignore_errors=True)
     return final
 
 

@@ -329,3 +329,51 @@ def test_sliced_waits_keep_the_total_timeout():
             assert 0.25 < time.perf_counter() - t0 < 2
     finally:
         AsyncZMQSocketChannel.get_msg = original
+
+
+# ---------------------------------------------------------------------- items 7, 8: destinations and partials
+
+@pytest.mark.parametrize("where", ["/proc/x34", "/tmp/" + "a" * 300])
+def test_an_unwritable_runs_dir_is_refused_before_measuring(where):
+    from runners import rundir
+    with pytest.raises(rundir.DestinationError, match="cannot write there"):
+        rundir.check_destination(where, "lab00")
+    assert rundir.DestinationError.exit_code == 2
+
+
+def test_check_destination_leaves_no_folders_behind(tmp_path):
+    from runners import rundir
+    dest = rundir.check_destination(tmp_path / "a" / "b", "lab00")
+    assert dest == tmp_path / "a" / "b" / "lab00" and not (tmp_path / "a").exists()
+
+
+def test_a_partial_publish_of_a_dead_process_is_swept(tmp_path):
+    from runners import rundir
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                          text=True).stdout.strip()
+    stale = tmp_path / f".run-1.{dead}.partial"
+    live = tmp_path / f".run-2.{os.getpid()}.partial"
+    for d in (stale, live):
+        d.mkdir()
+    assert rundir.sweep_partial(tmp_path) == [stale]
+    assert live.exists() and not stale.exists()
+
+
+# ------------------------------------------------------------------- item 6: a render in progress is kept
+
+def test_a_render_folder_is_private_and_survives_another_runs_sweep(tmp_path, monkeypatch):
+    from runners import core, rundir
+    monkeypatch.setattr(rundir, "STAGING", tmp_path / "partial")
+    seen = {}
+
+    def fake_execute(notebook, out, parameters, cell_timeout_s=core.CELL_TIMEOUT_S):
+        assert rundir.sweep_stale(rundir.STAGING) == []          # another run sweeps while this one renders
+        seen["dir"] = out.parent
+        out.write_text("{}", encoding="utf-8")
+
+    monkeypatch.setattr(core, "execute_notebook", fake_execute)
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    lab = type("Lab", (), {"NOTEBOOK": "notebooks/lab-00-roofline.ipynb"})
+    final = core.render(lab, run_dir)
+    assert final.exists() and seen["dir"].name.endswith(f"-{os.getpid()}") and not seen["dir"].exists()
