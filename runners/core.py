@@ -162,7 +162,10 @@ def execute_notebook(notebook: Path, out: Path, parameters: dict, cell_timeout_s
             with sliced_kernel_waits():
                 pm.execute_notebook(str(notebook), str(out), parameters=parameters, cwd=str(ROOT / "book"),
                                     progress_bar=False, log_output=False, kernel_name="python3",
-                                    execution_timeout=cell_timeout_s)
+                                    execution_timeout=cell_timeout_s,
+                                    # the kernel talks to this process over loopback: its warning that TCP is
+                                    # unencrypted is noise on every render's stderr
+                                    extra_arguments=["--IPKernelApp.log_level=ERROR"])
             return
         except Exception as exc:  # noqa: BLE001 — only a timed-out or dead kernel is retried
             if attempt == 2 or type(exc).__name__ not in ("CellTimeoutError", "DeadKernelError", "TimeoutError"):

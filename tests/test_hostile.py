@@ -261,7 +261,6 @@ def test_a_schema_valid_time_of_5e_324_s_is_refused_naming_the_field():
 
 
 def test_ib_ports_leaves_out_rates_without_physical_sense(tmp_path):
-    from x4lib import topo
     text = "".join(f"CA 'mlx5_{i}'\n\tPort 1:\n\t\tState: Active\n\t\tRate: {r}\n\t\tLink layer: InfiniBand\n"
                    for i, r in enumerate(["1e999", "nan", "-400", "400"]))
     f = tmp_path / "ibstat.txt"
