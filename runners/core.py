@@ -20,9 +20,12 @@ Measuring imports only the standard library and torch.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import importlib
 import json
+import os
+import shutil
 import sys
 from pathlib import Path
 
@@ -112,6 +115,42 @@ def notebook_stack_available() -> bool:
 CELL_TIMEOUT_S = 300
 
 
+#: how long one wait for a kernel message may block before the socket is polled afresh
+POLL_SLICE_S = 0.5
+
+
+@contextlib.contextmanager
+def sliced_kernel_waits(slice_s: float = POLL_SLICE_S):
+    """Make every wait for a kernel message (jupyter_client's ``AsyncZMQSocketChannel.get_msg``) a series of
+    short polls. Why: nbclient waits for a cell's ``execute_reply`` with one ``poll(timeout=cell timeout)`` on
+    the shell socket, an asyncio zmq socket whose wake-up is edge-triggered (ZMQ_FD). When the reply lands while
+    the same event loop is busy with the widget cell's burst of iopub comm messages, as on a loaded machine or
+    with two renders at once, the edge is consumed and the poll sleeps out the whole cell timeout (300 s) although
+    the reply is queued. A fresh poll reads the socket's level (ZMQ_EVENTS) first, so slicing the wait bounds a
+    missed wake-up to ``slice_s``; the total timeout is unchanged."""
+    from queue import Empty
+    from time import monotonic
+
+    from jupyter_client.channels import AsyncZMQSocketChannel
+    original = AsyncZMQSocketChannel.get_msg
+
+    async def get_msg(self, timeout: float | None = None):
+        deadline = None if timeout is None else monotonic() + timeout
+        while True:
+            left = None if deadline is None else max(0.0, deadline - monotonic())
+            try:
+                return await original(self, timeout=slice_s if left is None else min(slice_s, left))
+            except Empty:
+                if deadline is not None and monotonic() >= deadline:
+                    raise
+
+    AsyncZMQSocketChannel.get_msg = get_msg
+    try:
+        yield
+    finally:
+        AsyncZMQSocketChannel.get_msg = original
+
+
 def execute_notebook(notebook: Path, out: Path, parameters: dict, cell_timeout_s: float = CELL_TIMEOUT_S) -> None:
     """Execute a lab notebook with papermill (kernel in book/, as in the book build), each cell limited to
     ``cell_timeout_s``. On a loaded machine a kernel and its client can both end up waiting for a message the
@@ -120,9 +159,13 @@ def execute_notebook(notebook: Path, out: Path, parameters: dict, cell_timeout_s
     import papermill as pm
     for attempt in (1, 2):
         try:
-            pm.execute_notebook(str(notebook), str(out), parameters=parameters, cwd=str(ROOT / "book"),
-                                progress_bar=False, log_output=False, kernel_name="python3",
-                                execution_timeout=cell_timeout_s)
+            with sliced_kernel_waits():
+                pm.execute_notebook(str(notebook), str(out), parameters=parameters, cwd=str(ROOT / "book"),
+                                    progress_bar=False, log_output=False, kernel_name="python3",
+                                    execution_timeout=cell_timeout_s,
+                                    # the kernel talks to this process over loopback: its warning that TCP is
+                                    # unencrypted is noise on every render's stderr
+                                    extra_arguments=["--IPKernelApp.log_level=ERROR"])
             return
         except Exception as exc:  # noqa: BLE001 — only a timed-out or dead kernel is retried
             if attempt == 2 or type(exc).__name__ not in ("CellTimeoutError", "DeadKernelError", "TimeoutError"):
@@ -134,8 +177,12 @@ def render(lab, run_dir: Path, stage: Path | None = None) -> Path:
     put the executed copy into ``run_dir``. The notebook is written elsewhere first, so a failed render leaves
     nothing in the run folder (the failed copy goes to out/failed-runs/)."""
     notebook = ROOT / lab.NOTEBOOK
-    out_dir = Path(stage) if stage else rundir.STAGING / f"render-{rundir.slug(run_dir.name)}"
+    # a folder of this process (two renders of one run do not collide) holding its .pid (another run's sweep of
+    # stale folders leaves a render in progress alone)
+    out_dir = Path(stage) if stage else rundir.STAGING / f"render-{rundir.slug(run_dir.name)}-{os.getpid()}"
     out_dir.mkdir(parents=True, exist_ok=True)
+    if not stage:
+        (out_dir / ".pid").write_text(str(os.getpid()), encoding="utf-8")
     tmp = out_dir / f".rendering-{notebook.name}"
     try:
         execute_notebook(notebook, tmp, {"run_dir": str(Path(run_dir).resolve()), "measure_here": False})
@@ -144,13 +191,15 @@ def render(lab, run_dir: Path, stage: Path | None = None) -> Path:
         kept = rundir.FAILED / f"{run_dir.name}-{notebook.name}"
         if tmp.exists():
             tmp.replace(kept)
+        if not stage:
+            shutil.rmtree(out_dir, ignore_errors=True)
         raise RunFailed(f"rendering {notebook.name} failed: {type(exc).__name__}: "
                         f"{str(exc).strip().splitlines()[-1][:300] if str(exc).strip() else ''} "
                         f"(the failed notebook is {kept.relative_to(ROOT) if kept.exists() else 'not kept'})") from None
     final = Path(run_dir) / notebook.name
     tmp.replace(final)
     if not stage:
-        out_dir.rmdir()
+        shutil.rmtree(out_dir, ignore_errors=True)
     return final
 
 

@@ -38,7 +38,7 @@ class BadLog(UsageError):
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("--import-log", metavar="LOG", type=Path,
+    parser.add_argument("--import-log", metavar="LOG", type=str,
                         help="store a real nccl-tests log (cluster profiles) as a run, labelled from the log's "
                              "rank lines")
 
@@ -185,6 +185,8 @@ def import_log(ctx):
     """Store a real nccl-tests log as a run of a cluster profile."""
     from runners.core import Measured
     from x4lib import collectives, device, nccl_log
+    if not ctx.args.import_log:
+        raise BadLog("--import-log: an empty path; give the nccl-tests log's file")
     profile, log = ctx.profile, Path(ctx.args.import_log)
     if profile["expects"]["kind"] != "cluster":
         raise profiles.ProfileError(f"--import-log is for cluster profiles; {profile['name']!r} is a "
@@ -241,4 +243,16 @@ def import_log(ctx):
                                                     "mean over ranks)", "rows": rows}],
         "warnings": list(parsed.warnings),
     }
-    return Measured(results, {log.name: log}, names[0], render=False)
+    return Measured(results, {stored_log_name(log.name): log}, names[0], render=False)
+
+
+#: names a run directory uses for itself: a log of such a name is stored as IMPORTED_LOG_NAME
+RUN_DIR_NAMES = ("results.json", "results.incomplete.json", "lab01.ipynb")
+IMPORTED_LOG_NAME = "imported-nccl-tests.log"
+
+
+def stored_log_name(name: str) -> str:
+    """The name of the log's copy in the run directory: its own, unless that is a run directory's file, hidden,
+    or not a plain log or text name (``results.json``, ``.pid``, ``x.ipynb``...)."""
+    plain = name and not name.startswith(".") and name.endswith((".log", ".txt", ".out")) and name not in RUN_DIR_NAMES
+    return name if plain else IMPORTED_LOG_NAME

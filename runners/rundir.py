@@ -18,6 +18,7 @@ import json
 import os
 import secrets
 import shutil
+import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -71,13 +72,52 @@ def check_destination(runs_dir, lab: str) -> Path:
     if runs_dir is None or not str(runs_dir).strip():
         raise DestinationError("--runs-dir is empty: name a folder (default: book/runs)")
     base = Path(runs_dir)
-    if base.exists() and not base.is_dir():
-        raise DestinationError(f"--runs-dir {base} is a file, not a folder")
-    dest = base / lab
-    existing = next(p for p in (dest, *dest.parents) if p.exists())
-    if not existing.is_dir() or not os.access(existing, os.W_OK | os.X_OK):
-        raise DestinationError(f"--runs-dir {base}: cannot write there ({existing} is not a writable folder)")
+    try:
+        if base.exists() and not base.is_dir():
+            raise DestinationError(f"--runs-dir {base} is a file, not a folder")
+        dest = base / lab
+        existing = next(p for p in (dest, *dest.parents) if p.exists())
+        if not existing.is_dir() or not os.access(existing, os.W_OK | os.X_OK):
+            raise DestinationError(f"--runs-dir {base}: cannot write there ({existing} is not a writable folder)")
+        prove_writable(dest)
+    except OSError as exc:  # a name too long, /proc or /sys, a read-only mount: all bad usage, named
+        raise DestinationError(f"--runs-dir {base}: cannot write there ({exc.strerror or exc})") from None
+    sweep_partial(dest)
     return dest
+
+
+def prove_writable(dest: Path) -> None:
+    """Create ``dest`` (and its missing parents), write and remove a probe file in it, then remove the folders
+    this made: /proc, /sys and names too long fail here, before anything is measured (OSError)."""
+    made = []
+    for p in reversed((dest, *dest.parents)):
+        if not p.exists():
+            p.mkdir()
+            made.append(p)
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".probe-", dir=dest)
+        os.close(fd)
+        os.unlink(probe)
+    finally:
+        for p in reversed(made):
+            try:
+                p.rmdir()
+            except OSError:
+                pass
+
+
+def sweep_partial(dest: Path) -> list[Path]:
+    """Remove the hidden ``.<run-id>.<pid>.partial`` copies of publishes across file systems whose process is
+    gone (a SIGKILL between the copy and the rename)."""
+    removed = []
+    if not dest.is_dir():
+        return removed
+    for d in dest.glob(".*.partial"):
+        pid = d.name.rsplit(".", 2)[-2] if d.name.count(".") >= 3 else ""
+        if not pid.isdigit() or not _pid_alive(int(pid)):
+            shutil.rmtree(d, ignore_errors=True)
+            removed.append(d)
+    return removed
 
 
 def _pid_alive(pid: int) -> bool:
@@ -95,7 +135,7 @@ def sweep_stale(staging: Path = STAGING) -> list[Path]:
     removed = []
     for d in sorted(Path(staging).glob("*")) if Path(staging).is_dir() else []:
         try:
-            pid = int((d / ".pid").read_text().strip())
+            pid = int((d / ".pid").read_text(encoding="utf-8", errors="replace").strip())
         except (OSError, ValueError):
             pid = None
         if pid is None or not _pid_alive(pid):
@@ -134,7 +174,7 @@ class Staged:
         try:
             os.replace(self.path, final)
         except OSError:
-            hidden = final.with_name(f".{self.run_id}.partial")
+            hidden = final.with_name(f".{self.run_id}.{os.getpid()}.partial")
             shutil.copytree(self.path, hidden)
             os.replace(hidden, final)
             shutil.rmtree(self.path, ignore_errors=True)

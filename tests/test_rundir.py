@@ -102,5 +102,5 @@ def test_publishing_across_file_systems_copies_then_renames(tmp_path, monkeypatc
     with rundir.Staged("r4", tmp_path / "partial", tmp_path / "failed") as st:
         (st.path / "results.json").write_text("{}")
         final = st.publish(dest)
-    assert (final / "results.json").exists() and str(calls[1][0]).endswith(".r4.partial")
+    assert (final / "results.json").exists() and str(calls[1][0]).endswith(f".r4.{os.getpid()}.partial")
     assert not (tmp_path / "partial" / "r4").exists()

@@ -44,6 +44,7 @@ a thin ``main``; see ``tests/test_claims.py``.
 """
 from __future__ import annotations
 
+import bisect
 import json
 import re
 from dataclasses import dataclass
@@ -118,6 +119,8 @@ class FileReport:
 _ABBREVIATIONS = {"e.g", "i.e", "al", "vs", "cf", "fig", "figs", "eq", "eqs", "approx", "etc", "sec", "ref",
                   "refs", "resp", "pp", "incl", "ca", "vol", "u.s", "p.ej", "pág", "aprox"}
 _SENTENCE_END = re.compile(r"[.!?](?:[\"”’')\]*_]*)(?=\s+)")
+_NON_SPACE = re.compile(r"\S")
+_WORD_BEFORE = re.compile(r"([\w.]*)$")
 
 
 def split_sentences(text: str) -> list[tuple[int, int]]:
@@ -131,11 +134,11 @@ def split_sentences(text: str) -> list[tuple[int, int]]:
     spans, start = [], 0
     for m in _SENTENCE_END.finditer(text):
         end = m.end()
-        nxt = text[end:].lstrip()
-        if not nxt or nxt[0].islower():
+        nxt = _NON_SPACE.search(text, end)               # no copy of the rest: linear in the block
+        if not nxt or nxt.group(0).islower():
             continue
         if text[m.start()] == ".":
-            word = re.search(r"([\w.]*)$", text[start:m.start()]).group(1).lower()
+            word = _WORD_BEFORE.search(text, max(start, m.start() - 64), m.start()).group(1).lower()
             if word in _ABBREVIATIONS:
                 continue
         spans.append((start, end))
@@ -224,7 +227,7 @@ def find_claims(masked: str) -> list[tuple[int, int, str]]:
                 continue                                   # "10⁹ bytes": a unit definition
             if _YEAR.match(number) and _UNIT_FAMILY[unit] == "money":
                 continue                                   # "in 2024 USD"
-            if _UNIT_FAMILY[unit] == "size" and _SKU_BEFORE.search(masked[:m.start()]):
+            if _UNIT_FAMILY[unit] == "size" and _SKU_BEFORE.search(masked, max(0, m.start() - 40), m.start()):
                 continue                                   # "A100 SXM 80GB": a product name
         else:
             unit = "×"
@@ -283,19 +286,29 @@ def check_text(text: str, path: str, bib_keys: frozenset[str]) -> FileReport:
             exercise_numbers.setdefault(block.label, set()).update(_numbers(t))
         solution_givens = exercise_numbers.get(block.label or "", set()) if block.context == "solution" else set()
 
+        starts = [x for x, _ in sentences]
+        newlines = [i for i, ch in enumerate(t) if ch == "\n"]
+        sentence_checked: dict = {}                        # per sentence, not per claim: linear in the block
         for a, b, unit in find_claims(t):
-            sa, sb = next(((x, y) for x, y in sentences if x <= a < y), (0, len(t)))
-            sentence = t[sa:sb] + (" " + block.header if block.header else "")
-            line = block.line + t[:a].count("\n")
+            i = bisect.bisect_right(starts, a) - 1
+            sa, sb = sentences[i] if i >= 0 and sentences[i][0] <= a < sentences[i][1] else (0, len(t))
+            line = block.line + bisect.bisect_left(newlines, a)
             shown = " ".join(masked.restore(t[a:b]).split())
             glued = any(ch in masked.originals and ord(ch) < CITE_BASE for ch in t[a:b])
-            sentence_ok = any(_valid(masked.cite_keys[ch], bib_keys) for ch in sentence if ch in masked.cite_keys)
+            if (sa, sb) not in sentence_checked:
+                sentence = t[sa:sb] + (" " + block.header if block.header else "")
+                sentence_checked[(sa, sb)] = (
+                    any(_valid(masked.cite_keys[ch], bib_keys) for ch in sentence if ch in masked.cite_keys),
+                    bool(GIVEN_SENTENCE.search(sentence)), _INTERCONNECT.search(sentence),
+                    bool(_DIRECTION.search(sentence)), _PRECISION.search(sentence),
+                    bool(_DENSE_SPARSE.search(sentence)))
+            sentence_ok, given_sentence, link, direction, prec, dense = sentence_checked[(sa, sb)]
             numbers = _numbers(t[a:b])
             if glued:
                 status = "computed"
             elif sentence_ok or block_ok:
                 status = "cited"
-            elif (block.context == "exercise" or block.given_scope or GIVEN_SENTENCE.search(sentence)
+            elif (block.context == "exercise" or block.given_scope or given_sentence
                   or (numbers and numbers <= solution_givens)):
                 status = "given"
             else:
@@ -316,20 +329,18 @@ def check_text(text: str, path: str, bib_keys: frozenset[str]) -> FileReport:
                 continue                                   # exercises set the unit traps on purpose
             family = _UNIT_FAMILY.get(unit)
             if family == "bandwidth" and unit != "GT/s":
-                link = _INTERCONNECT.search(sentence)
-                if link and not _DIRECTION.search(sentence):
+                if link and not direction:
                     problems.append(Problem(path, line, shown, "units-hygiene",
                                             f"interconnect bandwidth ({link.group(1)}) without its direction: "
                                             f"say \"per direction\" or \"bidirectional\" in the sentence"))
             if family == "compute":
-                prec = _PRECISION.search(sentence)
-                if prec and not _DENSE_SPARSE.search(sentence):
+                if prec and not dense:
                     problems.append(Problem(path, line, shown, "units-hygiene",
                                             f"{prec.group(1)} rate without \"dense\" or \"sparse\" in the sentence"))
 
         for ch, keys in unknown.items():
             if ch not in reported_unknown:
-                line = block.line + t[:t.index(ch)].count("\n")
+                line = block.line + bisect.bisect_left(newlines, t.index(ch))
                 problems.append(Problem(path, line, masked.originals[ch], "unknown-key",
                                         f"citation key{'s' if len(keys) > 1 else ''} "
                                         f"{', '.join(repr(k) for k in keys)} not in references.bib"))
@@ -343,6 +354,7 @@ def check_text(text: str, path: str, bib_keys: frozenset[str]) -> FileReport:
 # --------------------------------------------------------------------------------------------------
 
 UsageError = cli.UsageError
+MAX_PAGE_BYTES = 2**20      # the book's pages are all under 100 KB
 
 
 def collect(paths: list[str]) -> list[Path]:
@@ -359,6 +371,8 @@ def collect(paths: list[str]) -> list[Path]:
             if path.suffix != ".md":
                 raise UsageError(f"not a markdown (.md) file: {p}")
             files.append(path)
+        elif path.exists() or path.is_symlink():
+            raise UsageError(f"{p}: not a regular file or directory (a FIFO, a device or a broken link)")
         else:
             raise UsageError(f"path not found: {p}")
     return list(dict.fromkeys(files))
@@ -388,11 +402,15 @@ def check_paths(paths: list[str], bib: str | None = None) -> list[FileReport]:
 
 
 def read_page(path: Path) -> str:
-    """The text of a page; a file that is not UTF-8 is a :class:`UsageError` naming it."""
+    """The text of a page: a regular file of at most MAX_PAGE_BYTES of UTF-8; anything else is a
+    :class:`UsageError` naming it."""
+    from x4lib.runs import read_limited
     try:
-        return path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as e:
-        raise UsageError(f"{path}: not UTF-8 text (byte {e.object[e.start]:#04x} at offset {e.start})") from None
+        return read_limited(path, MAX_PAGE_BYTES).decode("utf-8")
+    except (OSError, ValueError) as e:
+        if isinstance(e, UnicodeDecodeError):
+            raise UsageError(f"{path}: not UTF-8 text (byte {e.object[e.start]:#04x} at offset {e.start})") from None
+        raise UsageError(f"{path}: {getattr(e, 'strerror', None) or e}") from None
 
 
 def to_json(reports: list[FileReport], with_problems: bool = True) -> dict:

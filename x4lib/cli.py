@@ -110,11 +110,18 @@ def sizes(text: str) -> list[int]:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-def choice_of(kind: str, options):
-    """An argparse ``type`` that accepts one of ``options``, and otherwise names the closest and all of them."""
-    options = tuple(options)
-
+def choice_of(kind: str, options_of):
+    """An argparse ``type`` that accepts one of ``options``, and otherwise names the closest and all of them.
+    ``options`` may be a function, called only when the option is given: a broken data file behind it then stops
+    only the command that needs it (one line, exit 1), not ``--help`` or the other commands."""
     def parse(text: str):
+        try:
+            options = tuple(options_of() if callable(options_of) else options_of)
+        except Exception as exc:  # noqa: BLE001 — argparse would swallow a ValueError into "invalid value"
+            if getattr(exc, "exit_code", None) != 1:
+                raise
+            print(safe_text(f"{PROG}: error: {_message(exc)}"), file=sys.stderr)
+            raise SystemExit(1) from None
         if text not in options:
             import difflib
             close = difflib.get_close_matches(text, options, n=1, cutoff=0.5)

@@ -301,7 +301,7 @@ def _device_name(torch, dev) -> str:
     if dev.type == "cuda":
         return torch.cuda.get_device_name(dev)
     try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
+        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace").splitlines():
             if line.startswith("model name"):
                 return line.split(":", 1)[1].strip()
     except OSError:
@@ -360,7 +360,7 @@ def run_spawned(n_ranks: int, cfg: dict, timeout_s: float = 300.0) -> dict:
         except mp.ProcessRaisedException as exc:  # the child's traceback is in the message; keep its last line
             last = [ln for ln in str(exc).strip().splitlines() if ln.strip()][-1]
             raise RuntimeError(f"a gloo rank failed: {last}") from None
-        return json.loads(out.read_text())
+        return json.loads(out.read_text(encoding="utf-8"))
 
 
 def under_torchrun(environ=None) -> bool:

@@ -27,7 +27,6 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Mapping
 
-import yaml
 
 from x4lib import specs
 
@@ -57,10 +56,8 @@ def parse(doc, origin: str = DATA_PATH.name) -> Mapping:
 @functools.lru_cache(maxsize=1)
 def data() -> Mapping:
     """The whole of datacenter.yaml, validated."""
-    try:
-        raw = yaml.safe_load(DATA_PATH.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, yaml.YAMLError) as exc:
-        raise DataError(f"{DATA_PATH.name}: not readable YAML text: {exc}") from None
+    from x4lib import specs
+    raw = specs.read_yaml(DATA_PATH, DataError)
     return parse(raw)
 
 

@@ -21,7 +21,7 @@ GIB = 2**30
 
 
 def _load(name: str) -> dict:
-    return json.loads((DATA_DIR / name).read_text())
+    return json.loads((DATA_DIR / name).read_text(encoding="utf-8"))
 
 
 def match_gpu(name: str, memory_B: float | None = None, power_limit_W: float | None = None) -> str | None:
@@ -53,7 +53,7 @@ def cpu_info(cpuinfo_text: str | None = None) -> dict:
     (Linux) or platform (elsewhere). ``cpuinfo_text`` lets tests pass a recorded file."""
     if cpuinfo_text is None:
         p = Path("/proc/cpuinfo")
-        cpuinfo_text = p.read_text() if p.exists() else ""
+        cpuinfo_text = p.read_text(encoding="utf-8", errors="replace") if p.exists() else ""
     fields: dict[str, str] = {}
     cores = set()
     logical = 0
@@ -116,14 +116,14 @@ def cpu_caches(sysfs_cpu: str | Path = "/sys/devices/system/cpu/cpu0/cache") -> 
         return out
     for idx in sorted(root.glob("index*")):
         try:
-            level = int((idx / "level").read_text().strip())
-            kind = (idx / "type").read_text().strip()
-            size = _size_B((idx / "size").read_text().strip())
+            level = int((idx / "level").read_text(encoding="utf-8", errors="replace").strip())
+            kind = (idx / "type").read_text(encoding="utf-8", errors="replace").strip()
+            size = _size_B((idx / "size").read_text(encoding="utf-8", errors="replace").strip())
         except (OSError, ValueError):
             continue
         if kind == "Instruction" or size is None:
             continue
-        shared = (idx / "shared_cpu_list").read_text().strip() if (idx / "shared_cpu_list").exists() else ""
+        shared = (idx / "shared_cpu_list").read_text(encoding="utf-8", errors="replace").strip() if (idx / "shared_cpu_list").exists() else ""
         out.append({"level": level, "type": kind, "size_B": size, "shared_cpus": shared})
     return sorted(out, key=lambda c: c["level"])
 

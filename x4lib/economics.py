@@ -25,13 +25,13 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Mapping
 
-import yaml
 
 from x4lib import specs
 
 GIVENS_PATH = specs.DATA_DIR / "givens.yaml"
 ECONOMICS_PATH = specs.DATA_DIR / "economics.yaml"
 METHOD_VERSION = 1
+MIN_MFU = 1e-4       # below 0.01 % of peak a run is not training; smaller values only overflow the results
 J_PER_KWH = 3.6e6
 POWER_SCOPES = {
     "gpu": ("tdp_w", "accelerator TDP only (chip/module maximum): excludes CPUs, NICs, fans, "
@@ -44,13 +44,13 @@ POWER_SCOPES = {
 @functools.lru_cache(maxsize=1)
 def quiz_givens() -> Mapping:
     """The motivation quiz's stated assumptions (x4lib/data/givens.yaml)."""
-    return MappingProxyType(yaml.safe_load(Path(GIVENS_PATH).read_text())["quiz"])
+    return MappingProxyType(specs.read_yaml(Path(GIVENS_PATH))["quiz"])
 
 
 @functools.lru_cache(maxsize=1)
 def sourced() -> Mapping:
     """Sourced reference values (prices, PUE, MFU...) from x4lib/data/economics.yaml."""
-    return MappingProxyType(specs.plain(yaml.safe_load(Path(ECONOMICS_PATH).read_text())))
+    return MappingProxyType(specs.read_yaml(Path(ECONOMICS_PATH)))
 
 
 def training_flop(params: float, tokens: float) -> float:
@@ -139,6 +139,9 @@ def estimate_training(params: float, tokens: float, device: specs.Device | str, 
     it_W = n_gpus * p_gpu.si
     fac_W = it_W * pue
     energy = fac_W * t
+    for what, v in (("wall clock", t), ("GPU-hours", gpu_h), ("energy", energy)):
+        if not math.isfinite(v):
+            raise ValueError(f"{what} overflows ({v}); the inputs are beyond any real run")
     assumptions = {
         "method_version": METHOD_VERSION,
         "flop_formula": "6 * params * tokens (forward + backward, attention FLOP and recomputation ignored)",
@@ -164,26 +167,32 @@ def sourced_value(key: str, device: str = "h100-sxm") -> Mapping:
 
 def cli_arguments(p) -> None:
     from x4lib import cli
-    g = quiz_givens()
     p.description = "Defaults are the motivation quiz's givens (x4lib/data/givens.yaml)."
-    p.add_argument("--params", type=cli.number("parameters", 0, 1e16, low_open=True), default=g["params"],
-                   help="parameter count N")
-    p.add_argument("--tokens", type=cli.number("tokens", 0, 1e18, low_open=True), default=g["tokens"],
-                   help="training tokens D")
-    p.add_argument("--gpus", type=cli.number("GPUs", 1, 1e8, integer=True), default=g["n_gpus"])
-    p.add_argument("--device", default=g["device"], help="catalog id")
-    p.add_argument("--dtype", default=g["dtype"])
-    p.add_argument("--mfu", type=cli.number("MFU", 0, 1, low_open=True), default=g["mfu"], help="in (0, 1]")
-    p.add_argument("--usd-per-gpu-hour", type=cli.number("USD/GPU-hour", 0, 1e6), default=g["usd_per_gpu_hour"])
-    p.add_argument("--usd-per-kwh", type=cli.number("USD/kWh", 0, 1e3), default=g["usd_per_kwh"])
-    p.add_argument("--pue", type=cli.number("PUE", 1, 10), default=g["pue"], help=">= 1")
-    p.add_argument("--power-scope", choices=list(POWER_SCOPES), default=g["power_scope"])
+    p.add_argument("--params", type=cli.number("parameters", 0, 1e16, low_open=True), help="parameter count N")
+    p.add_argument("--tokens", type=cli.number("tokens", 0, 1e18, low_open=True), help="training tokens D")
+    p.add_argument("--gpus", type=cli.number("GPUs", 1, 1e8, integer=True))
+    p.add_argument("--device", help="catalog id")
+    p.add_argument("--dtype")
+    p.add_argument("--mfu", type=cli.number("MFU", MIN_MFU, 1), help=f"in [{MIN_MFU:g}, 1]")
+    p.add_argument("--usd-per-gpu-hour", type=cli.number("USD/GPU-hour", 0, 1e6))
+    p.add_argument("--usd-per-kwh", type=cli.number("USD/kWh", 0, 1e3))
+    p.add_argument("--pue", type=cli.number("PUE", 1, 10), help=">= 1")
+    p.add_argument("--power-scope", choices=list(POWER_SCOPES))
     p.add_argument("--json", action="store_true",
                    help="machine-readable output (schemas/train_estimate_output.schema.json)")
 
 
+_GIVEN_KEYS = {"params": "params", "tokens": "tokens", "gpus": "n_gpus", "device": "device", "dtype": "dtype",
+               "mfu": "mfu", "usd_per_gpu_hour": "usd_per_gpu_hour", "usd_per_kwh": "usd_per_kwh", "pue": "pue",
+               "power_scope": "power_scope"}
+
+
 def cli_main(args) -> int:
     from x4lib import cli
+    g = quiz_givens()  # read here, not at parser time: a broken givens.yaml stops this command only
+    for attr, key in _GIVEN_KEYS.items():
+        if getattr(args, attr) is None:
+            setattr(args, attr, g[key])
     est = estimate_training(args.params, args.tokens, args.device, args.gpus, dtype=args.dtype, mfu=args.mfu,
                             usd_per_gpu_hour=args.usd_per_gpu_hour, usd_per_kwh=args.usd_per_kwh, pue=args.pue,
                             power_scope=args.power_scope)

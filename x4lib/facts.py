@@ -102,15 +102,10 @@ def parse_group(record: dict, origin: str) -> Group:
 @functools.lru_cache(maxsize=4)
 def load(directory: Path = FACTS_DIR) -> Mapping[str, Group]:
     """Every ``<id>.yaml`` under ``directory``, validated: id -> Group (read-only)."""
-    import yaml
+    from x4lib import specs
     groups = {}
     for path in sorted(Path(directory).glob("*.yaml")):
-        try:
-            record = yaml.safe_load(path.read_text(encoding="utf-8"))
-        except UnicodeDecodeError as exc:
-            raise FactsError(f"{path.name}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
-        except yaml.YAMLError as exc:
-            raise FactsError(f"{path.name}: not valid YAML: {exc}") from None
+        record = specs.read_yaml(path, FactsError)
         if not isinstance(record, dict):
             raise FactsError(f"{path.name}: expected a mapping with id, title, scope, facts")
         group = parse_group(record, path.name)

@@ -154,14 +154,9 @@ def load_rules(path: Path = RULES_PATH) -> Mapping:
     """doctor_rules.yaml validated (JSON Schema, every rule id has a check, every rule's kinds are known):
     {"rules": id -> :class:`Rule`, "thresholds": name -> float, "log_device_names": [...], "no_p2p_gpu_names": [...]}.
     Raises :class:`RulesError` (exit 1) naming the file and the field."""
-    import yaml
-
     from x4lib import specs
     name = Path(path).name
-    try:
-        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-        raise RulesError(f"{name}: cannot be read as YAML: {' '.join(str(exc).split())}") from None
+    data = specs.read_yaml(path, RulesError)
     try:
         specs.validate_schema(data, RULES_SCHEMA_PATH)
     except specs.SchemaViolation as exc:

@@ -168,13 +168,10 @@ def _load() -> tuple[Mapping[str, FloatFormat], Mapping[str, BlockFormat]]:
     import json
 
     import jsonschema
-    import yaml
     try:
-        from x4lib.specs import plain
-        raw = plain(yaml.safe_load(DATA_PATH.read_text(encoding="utf-8")))
-        jsonschema.validate(raw, json.loads(SCHEMA_PATH.read_text()))
-    except (yaml.YAMLError, UnicodeDecodeError) as exc:
-        raise FormatsDataError(f"{DATA_PATH.name}: unreadable: {exc}") from None
+        from x4lib.specs import read_yaml
+        raw = read_yaml(DATA_PATH, FormatsDataError)
+        jsonschema.validate(raw, json.loads(SCHEMA_PATH.read_text(encoding="utf-8")))
     except jsonschema.ValidationError as exc:
         where = "/".join(str(p) for p in exc.absolute_path) or "(top level)"
         raise FormatsDataError(f"{DATA_PATH.name}: {where}: {exc.message}") from None

@@ -84,14 +84,11 @@ def models() -> Mapping[str, ModelConfig]:
     import json
 
     import jsonschema
-    import yaml
 
-    from x4lib.specs import plain
+    from x4lib.specs import read_yaml
     try:
-        raw = plain(yaml.safe_load(DATA_PATH.read_text(encoding="utf-8")))
-        jsonschema.validate(raw, json.loads(SCHEMA_PATH.read_text()))
-    except (yaml.YAMLError, UnicodeDecodeError) as exc:
-        raise ModelsDataError(f"{DATA_PATH.name}: unreadable: {exc}") from None
+        raw = read_yaml(DATA_PATH, ModelsDataError)
+        jsonschema.validate(raw, json.loads(SCHEMA_PATH.read_text(encoding="utf-8")))
     except jsonschema.ValidationError as exc:
         where = "/".join(str(p) for p in exc.absolute_path) or "(top level)"
         raise ModelsDataError(f"{DATA_PATH.name}: {where}: {exc.message}") from None
@@ -366,8 +363,8 @@ def decode_curve(model, device, context: int, batches, weight_dtype: str = "bf16
 
 def cli_arguments(p) -> None:
     from x4lib import cli
-    p.add_argument("--model", type=cli.choice_of("model", models()), help="a stored configuration "
-                   f"({', '.join(models())}); or give --layers, --kv-heads and --head-dim")
+    p.add_argument("--model", type=cli.choice_of("model", models), help="a stored configuration "
+                   "(x4lib/data/models.yaml); or give --layers, --kv-heads and --head-dim")
     p.add_argument("--layers", type=cli.number("layers", 1, 10_000, integer=True))
     p.add_argument("--kv-heads", type=cli.number("KV heads", 1, 100_000, integer=True))
     p.add_argument("--head-dim", type=cli.number("head dimension", 1, 100_000, integer=True))

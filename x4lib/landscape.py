@@ -28,7 +28,6 @@ from pathlib import Path
 from typing import Mapping
 
 import jsonschema
-import yaml
 
 from x4lib import specs
 
@@ -116,9 +115,9 @@ def normalise(value: float, unit: str, *, sparsity: str | None = None, chips: in
 @functools.lru_cache(maxsize=1)
 def data() -> Mapping:
     """landscape.yaml, validated (schema, device ids, source keys resolved by the bib test)."""
-    doc = specs.plain(yaml.safe_load(DATA_PATH.read_text(encoding="utf-8")))
+    doc = specs.read_yaml(DATA_PATH, LandscapeDataError)
     try:
-        jsonschema.validate(doc, json.loads(SCHEMA_PATH.read_text()))
+        jsonschema.validate(doc, json.loads(SCHEMA_PATH.read_text(encoding="utf-8")))
     except jsonschema.ValidationError as exc:
         where = "/".join(str(p) for p in exc.absolute_path) or "(top level)"
         raise LandscapeDataError(f"{DATA_PATH.name}: {where}: {exc.message}") from None

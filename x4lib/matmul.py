@@ -113,12 +113,8 @@ def _validate(doc: dict, origin: str) -> None:
 @functools.lru_cache(maxsize=2)
 def constants(path: Path = MATMUL_PATH) -> Constants:
     """Load and validate the model's data file (schema, finite numbers, catalog ids, overhead names)."""
-    import yaml
     origin = Path(path).name
-    try:
-        doc = specs.plain(yaml.safe_load(Path(path).read_text(encoding="utf-8")))
-    except (UnicodeDecodeError, yaml.YAMLError) as exc:
-        raise MatmulDataError(f"{origin}: not readable YAML text ({exc})") from None
+    doc = specs.read_yaml(path, MatmulDataError)
     if not isinstance(doc, dict):
         raise MatmulDataError(f"{origin}: expected a mapping with schema_version, calibration, overheads, families")
     _validate(doc, origin)
@@ -161,8 +157,7 @@ def constants(path: Path = MATMUL_PATH) -> Constants:
 
 def sources_used() -> set[str]:
     """Every bibliography key matmul.yaml cites (checked against references.bib in the tests)."""
-    import yaml
-    doc = yaml.safe_load(MATMUL_PATH.read_text(encoding="utf-8"))
+    doc = specs.read_yaml(MATMUL_PATH, MatmulDataError)
     keys: set[str] = set()
 
     def walk(o):

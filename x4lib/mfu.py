@@ -106,8 +106,8 @@ class Run:
 
 def quiz_run() -> Run:
     """The quiz's 70B run with the layout assumptions of givens.yaml ``quiz_run``."""
-    import yaml
-    raw = dict(yaml.safe_load(economics.GIVENS_PATH.read_text(encoding="utf-8"))["quiz_run"])
+    from x4lib import specs
+    raw = dict(specs.read_yaml(economics.GIVENS_PATH)["quiz_run"])
     raw["elementwise_elements_per_layer"] = tuple(raw["elementwise_elements_per_layer"])
     return Run(params=economics.quiz_givens()["params"], **raw)
 

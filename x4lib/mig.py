@@ -70,14 +70,11 @@ def geometry() -> Geometry:
     import json
 
     import jsonschema
-    import yaml
 
-    from x4lib.specs import plain
+    from x4lib.specs import read_yaml
     try:
-        raw = plain(yaml.safe_load(DATA_PATH.read_text(encoding="utf-8")))
-        jsonschema.validate(raw, json.loads(SCHEMA_PATH.read_text()))
-    except (yaml.YAMLError, UnicodeDecodeError) as exc:
-        raise MigDataError(f"{DATA_PATH.name}: unreadable: {exc}") from None
+        raw = read_yaml(DATA_PATH, MigDataError)
+        jsonschema.validate(raw, json.loads(SCHEMA_PATH.read_text(encoding="utf-8")))
     except jsonschema.ValidationError as exc:
         where = "/".join(str(p) for p in exc.absolute_path) or "(top level)"
         raise MigDataError(f"{DATA_PATH.name}: {where}: {exc.message}") from None

@@ -91,7 +91,8 @@ GIVEN_SENTENCE = re.compile(r"(?i)\b(givens?|assum(?:e|es|ed|ing|ption|ptions)|s
                             r"|supong\w*|suponiendo)\b")
 _GIVEN_HEADING = re.compile(r"(?i)\b(assumptions?|givens?|supuestos?)\b")
 _URL = re.compile(r"<?https?://[^\s>)]+>?")          # a bare URL is a text token (linkify is off)
-_HTML = re.compile(rf"<!--.*?-->|</?[A-Za-z][^<>]*>|{_URL.pattern}", re.S)   # in a raw HTML block
+# in a raw HTML block; a comment left open runs to the end (as in HTML), so the scan stays linear
+_HTML = re.compile(rf"<!--(?:(?!-->).)*(?:-->|\Z)|</?[A-Za-z][^<>]*>|{_URL.pattern}", re.S)
 
 
 class _AnyDirective(Directive):

@@ -19,7 +19,7 @@ BOOK, NOTEBOOKS = ROOT / "book", ROOT / "notebooks"
 
 def paired_sources() -> list[Path]:
     """book/*.md files that carry jupytext front matter (plain prose pages are not paired)."""
-    return sorted(p for p in BOOK.glob("*.md") if "jupytext:" in p.read_text().split("\n---", 1)[0])
+    return sorted(p for p in BOOK.glob("*.md") if "jupytext:" in p.read_text(encoding="utf-8").split("\n---", 1)[0])
 
 
 def notebook_for(md: Path) -> Path:

@@ -42,6 +42,8 @@ Input limits and rules (every one a clear one-line error, exit 2, unless said ot
 - text: UTF-8 (a UTF-8 BOM is skipped); UTF-16 and UTF-32 with a BOM, and UTF-16 LE/BE without one (told
   by the zero bytes of ASCII text), are decoded; other bytes with NULs or many control characters are
   "binary file"; 8-bit text that is not UTF-8 is decoded with U+FFFD replacements and a warning;
+- at most MAX_LOG_LINES (10^6) lines, MAX_TABLE_LINES (10,000) result lines in a table and MAX_RANK_LINES
+  (2^17) rank lines, so that a 64 MiB log costs seconds and a few hundred MB, not minutes and gigabytes;
 - every pattern runs on stripped lines in time linear in the line length (no lazy or nested quantifier,
   no trailing-whitespace anchor), so a 100,000-character line costs milliseconds;
 - numbers in rows must be finite and >= 0 (no nan, inf, 1e999, negative time), sizes and counts at most
@@ -81,6 +83,9 @@ CONVENTION = "nccl-tests: algbw = size/time, busbw = algbw × factor; GB/s = 1e9
 MAX_LOG_BYTES = 64 * 2**20
 #: largest rank count :func:`infer_nranks` considers
 MAX_INFERRED_RANKS = 2**20
+MAX_TABLE_LINES = 10_000   # result lines of one table: nccl-tests prints one per size (a full sweep is under 100)
+MAX_RANK_LINES = 2**17     # '# Rank' lines: the largest jobs run about 10^5 GPUs
+MAX_LOG_LINES = 1_000_000  # 64 MiB of NCCL_DEBUG=INFO lines (about 100 characters each) is under 700,000
 
 #: binary stem → collective name (x4lib.collectives' one map; binaries it has no factor for keep their stem)
 BINARIES = {**{b.removesuffix("_perf"): c for c, b in NCCL_TESTS_BINARY.items()},
@@ -325,16 +330,27 @@ def _scan_line(s: _Scan, lineno: int, line: str) -> None:
             s.bad.append((lineno, line))
 
 
-def scan(text: str) -> tuple[_Scan, int]:
+def scan(text: str, path: str = "<log>") -> tuple[_Scan, int]:
+    """One pass over the lines; refuses (exit 2) more than MAX_TABLE_LINES result lines or MAX_RANK_LINES rank
+    lines, so that time and memory stay bounded whatever the 64 MiB hold."""
     s = _Scan()
+    if text.count("\n") > MAX_LOG_LINES:
+        raise NcclLogError(f"{path}: more than {MAX_LOG_LINES:,} lines; not one nccl-tests run (MAX_LOG_LINES)")
     lines = text.splitlines()
     for lineno, line in enumerate(lines, 1):
+        if " NCCL INFO " in line:  # NCCL_DEBUG output: most of a long log, and never a line of the table
+            continue
         line = line.strip()
         if m := _LAUNCHER_RE.match(line):
             line, s.launcher_lines = line[m.end():].strip(), s.launcher_lines + 1
         _scan_line(s, lineno, line)
         if s.stop:
             break
+        if len(s.rows) + len(s.rejected) + len(s.bad) > MAX_TABLE_LINES:
+            raise NcclLogError(f"{path}:{lineno}: more than {MAX_TABLE_LINES:,} result lines in one table; "
+                               f"nccl-tests prints one per message size (MAX_TABLE_LINES)")
+        if len(s.ranks) > MAX_RANK_LINES:
+            raise NcclLogError(f"{path}:{lineno}: more than {MAX_RANK_LINES:,} '# Rank' lines (MAX_RANK_LINES)")
     if s.header and s.units_line and "(ms)" in s.units_line:
         s.header = replace(s.header, time_unit_us=1000.0)
     return s, len(lines)
@@ -382,7 +398,7 @@ def _truncation(s: _Scan, n_lines: int) -> tuple[list[str], list]:
 
 def read_log(text: str, path: str = "<log>", collective: str | None = None) -> ParsedLog:
     """Parse and check one nccl-tests / rccl-tests log. Raises NcclLogError (with an exit code)."""
-    s, n_lines = scan(text)
+    s, n_lines = scan(text, path)
     if s.header is None:
         first = next((i for i, ln in enumerate(text.splitlines(), 1) if ln.strip()), 1)
         raise NcclLogError(f"{path}:{first}: not an nccl-tests/rccl-tests log: no results table header "

@@ -159,7 +159,10 @@ def is_elision(line: str) -> bool:
 def parse_header(line: str, lineno: int) -> Header | None:
     """The column-name line ('#  size  count  type  redop  root  time  algbw  busbw  #wrong ...'), with or without
     its leading '#' (pages that render a terminal, such as dstack's documentation, drop the '#' lines' marks)."""
-    names = [_ALIASES.get(t.lower(), t.lower()) for t in line.lstrip("#").split()]
+    low = line.lower()
+    if "algbw" not in low or "busbw" not in low:  # the cheap test first: most lines of a long log are not headers
+        return None
+    names = [_ALIASES.get(t, t) for t in low.lstrip("#").split()]
     if not {"size", "count", "type", "algbw", "busbw"} <= set(names) or "time" not in names:
         return None
     first = names.index("time")

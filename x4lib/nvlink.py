@@ -56,12 +56,9 @@ def data() -> Mapping:
     import json
 
     import jsonschema
-    import yaml
     try:
-        raw = specs.plain(yaml.safe_load(DATA_PATH.read_text(encoding="utf-8")))
-        jsonschema.validate(raw, json.loads(SCHEMA_PATH.read_text()))
-    except (yaml.YAMLError, UnicodeDecodeError) as exc:
-        raise NVLinkDataError(f"{DATA_PATH.name}: unreadable: {exc}") from None
+        raw = specs.read_yaml(DATA_PATH, NVLinkDataError)
+        jsonschema.validate(raw, json.loads(SCHEMA_PATH.read_text(encoding="utf-8")))
     except jsonschema.ValidationError as exc:
         where = "/".join(str(p) for p in exc.absolute_path) or "(top level)"
         raise NVLinkDataError(f"{DATA_PATH.name}: {where}: {exc.message}") from None

@@ -514,10 +514,10 @@ def cli_arguments(p) -> None:
                      "model), and how much of it hides behind compute. GB = 1e9 B.")
     p.add_argument("--strategy", required=True, type=cli.choice_of("strategy", STRATEGIES))
     p.add_argument("--params", type=cli.number("parameters", 0, 1e15, low_open=True), help="parameter count, e.g. 70e9")
-    p.add_argument("--model", type=cli.choice_of("model", tuple(load()["models"])),
+    p.add_argument("--model", type=cli.choice_of("model", lambda: tuple(load()["models"])),
                    help="a model of x4lib/data/parallelism.yaml (shape and parameters)")
-    known = tuple(load()["clusters"]) + tuple(clusters.ids())
-    p.add_argument("--cluster", required=True, type=cli.choice_of("cluster", known))
+    p.add_argument("--cluster", required=True,
+                   type=cli.choice_of("cluster", lambda: tuple(load()["clusters"]) + tuple(clusters.ids())))
     for flag in ("tp", "pp", "cp", "dp", "ep"):
         p.add_argument(f"--{flag}", type=cli.number(f"{flag} degree", 1, 1e6, integer=True))
     shape = p.add_argument_group("model shape (needed by tp, pp, cp, ep)")

@@ -117,12 +117,9 @@ class PeakCheck:
 
 @functools.lru_cache(maxsize=1)
 def _data() -> dict:
-    import yaml
+    raw = specs.read_yaml(DATA_PATH, PeaksDataError)
     try:
-        raw = specs.plain(yaml.safe_load(DATA_PATH.read_text(encoding="utf-8")))
         specs.validate_schema(raw, SCHEMA_PATH)
-    except (yaml.YAMLError, UnicodeDecodeError) as exc:
-        raise PeaksDataError(f"{DATA_PATH.name}: unreadable: {exc}") from None
     except specs.SchemaViolation as exc:
         raise PeaksDataError(f"{DATA_PATH.name}: {exc.where}: {exc.message}") from None
     for i, u in enumerate(raw["unreproduced"]):

@@ -26,10 +26,8 @@ class PublicLogsError(ValueError):
 @functools.lru_cache(maxsize=1)
 def load() -> dict:
     """The whole file, dates as ISO strings."""
-    import yaml
-
     from x4lib import specs
-    return specs.plain(yaml.safe_load(Path(PUBLISHED_PATH).read_text(encoding="utf-8")))
+    return specs.read_yaml(Path(PUBLISHED_PATH))
 
 
 def measurements(device: str | None = None, kind: str | None = None, dtype: str | None = None) -> list[dict]:

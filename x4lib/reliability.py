@@ -76,8 +76,15 @@ def segment_time_s(interval_s: float, mtbf_s: float, checkpoint_s: float, restar
 
 
 def goodput(interval_s: float, mtbf_s: float, checkpoint_s: float, restart_s: float = 0.0) -> float:
-    """G = τ / E[t]: the fraction of wall-clock time spent on work that is kept."""
-    return interval_s / segment_time_s(interval_s, mtbf_s, checkpoint_s, restart_s)
+    """G = τ / E[t]: the fraction of wall-clock time spent on work that is kept. Computed in logarithms, so that a
+    restart or a segment many MTBFs long gives a goodput that underflows to 0, not an overflow."""
+    _check_times(mtbf_s, checkpoint_s, restart_s)
+    if not math.isfinite(interval_s) or interval_s <= 0:
+        raise ValueError(f"checkpoint interval must be > 0 s, got {interval_s}")
+    x = (interval_s + checkpoint_s) / mtbf_s
+    log_expm1 = math.log(math.expm1(x)) if x < 700 else x + math.log1p(-math.exp(-x))
+    log_g = math.log(interval_s) - math.log(mtbf_s) - restart_s / mtbf_s - log_expm1
+    return math.exp(log_g) if log_g > -745 else 0.0
 
 
 @dataclasses.dataclass(frozen=True)

@@ -94,6 +94,85 @@ def validate(results: Mapping, lab: str, where: str = "results.json") -> None:
         specs.validate_schema(results, schema(lab))
     except specs.SchemaViolation as exc:
         raise RunError(f"{where}: {exc.where}: {exc.message[:300]}") from None
+    check_times(results, where)
+
+
+#: a stored time in physical sense: above a nanosecond, below a day (seconds in ``*_s``, µs in ``*_us``)
+TIME_RANGE_S = (1e-9, 86400.0)
+
+
+def check_times(results, where: str = "results.json") -> None:
+    """Raise :class:`RunError` naming the field unless every time a run stores (TIME_FIELDS, and the lists
+    ``times_s`` / ``times_us``) is finite, above a nanosecond and below a day: a schema
+    allows 5e-324 s, which would show as an infinite rate."""
+    lo, hi = TIME_RANGE_S
+    stack = [(results, "")]
+    while stack:
+        obj, at = stack.pop()
+        items = obj.items() if isinstance(obj, Mapping) else enumerate(obj) if isinstance(obj, list) else ()
+        for k, v in items:
+            here = f"{at}/{k}" if at else str(k)
+            if isinstance(v, (Mapping, list)):
+                key = k if isinstance(k, str) else ""
+                if key in ("times_s", "times_us") and isinstance(v, list):
+                    scale = 1.0 if key == "times_s" else 1e-6
+                    for i, x in enumerate(v):
+                        _check_time(x * scale if isinstance(x, (int, float)) else x, f"{here}/{i}", where, lo, hi)
+                else:
+                    stack.append((v, here))
+            elif k in TIME_FIELDS and isinstance(v, (int, float)) and not isinstance(v, bool):
+                _check_time(v * (1e-6 if k.endswith("_us") else 1.0), here, where, lo, hi)
+
+
+TIME_FIELDS = frozenset({"best_s", "median_s", "time_us", "elapsed_s"})
+
+
+def _check_time(v, here: str, where: str, lo: float, hi: float) -> None:
+    if isinstance(v, (int, float)) and not (lo < v < hi):
+        raise RunError(f"{where}: {here}: {v:g} s is not a time a run measures (above 1 ns, below a day)")
+
+
+MAX_RESULTS_BYTES = 64 * 2**20   # as a log: a run stores its rows, not more
+MAX_RESULTS_DEPTH = 16           # the schemas nest 6 levels
+
+
+def read_limited(path: Path, limit: int) -> bytes:
+    """The bytes of a regular file of at most ``limit`` bytes: opened without blocking (a FIFO with no writer
+    returns at once), type and size checked on the open descriptor (a symlink to /dev/zero is a device), read
+    no further than the limit. Raises OSError (FileNotFoundError) or ValueError naming what is wrong."""
+    import os
+    import stat
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise ValueError("not a regular file (a FIFO, a device or a directory)")
+        if st.st_size > limit:
+            raise ValueError(f"larger than {limit // 2**20} MiB")
+        chunks, size = [], 0
+        while size <= limit and (chunk := os.read(fd, limit + 1 - size)):
+            chunks.append(chunk)
+            size += len(chunk)
+        if size > limit:
+            raise ValueError(f"larger than {limit // 2**20} MiB")
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def _depth(obj) -> int:
+    """Nesting depth of a parsed JSON value, without recursion."""
+    deepest, stack = 0, [(obj, 1)]
+    while stack:
+        o, d = stack.pop()
+        deepest = max(deepest, d)
+        if d > MAX_RESULTS_DEPTH:
+            return d
+        if isinstance(o, dict):
+            stack.extend((v, d + 1) for v in o.values())
+        elif isinstance(o, list):
+            stack.extend((v, d + 1) for v in o)
+    return deepest
 
 
 def load_run(path: Path, lab: str, committed: bool = True) -> Run:
@@ -101,13 +180,17 @@ def load_run(path: Path, lab: str, committed: bool = True) -> Run:
     path = Path(path)
     where = f"{path}/results.json"
     try:
-        data = _strict_json((path / "results.json").read_text(encoding="utf-8"))
+        data = _strict_json(read_limited(path / "results.json", MAX_RESULTS_BYTES).decode("utf-8"))
     except FileNotFoundError:
         raise RunError(f"{where}: no such file (is {path} a run directory?)") from None
+    except RecursionError:
+        raise RunError(f"{where}: nested too deeply to be a results.json") from None
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         raise RunError(f"{where}: unreadable or not JSON ({str(exc).splitlines()[0][:200]})") from None
     if not isinstance(data, dict):
         raise RunError(f"{where}: expected a JSON object")
+    if _depth(data) > MAX_RESULTS_DEPTH:
+        raise RunError(f"{where}: nested more than {MAX_RESULTS_DEPTH} levels deep; not a results.json")
     validate(data, lab, where)
     if data.get("lab") != lab:
         raise RunError(f"{where}: a run of {data.get('lab')!r}, not {lab!r}")

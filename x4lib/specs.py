@@ -176,7 +176,7 @@ def normalize_dtype(dtype: str) -> str:
 
 
 def _schema() -> dict:
-    return json.loads(SCHEMA_PATH.read_text())
+    return json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
 
 
 def plain(obj):
@@ -224,17 +224,68 @@ def validate_schema(doc, schema) -> None:
         raise SchemaViolation("/".join(str(p) for p in exc.absolute_path) or "(top level)", exc.message) from None
 
 
-def check_document(doc, schema_path: Path, origin: str, error: type[Exception] = ValueError) -> None:
-    """Refuse a parsed data file that holds a non-finite number or breaks its JSON Schema: raise ``error`` with
-    ``"<origin>: <path>: <what>"`` (path as JSON Pointer segments, e.g. ``overheads/gpu_kernel_startup/value``).
-    Finite numbers are checked first, since NaN slips past a schema's ``minimum``."""
+MAX_YAML_ALIASES = 8            # the book's data files use none; nine nested levels of them is a memory bomb
+MAX_DATA_FILE_B = 4 * 2**20     # the largest data file of the book is under 100 KB
 
+
+class DataFileError(ValueError):
+    """A data file of the book is broken (not YAML, an alias bomb, a non-finite number, a schema broken): the
+    message names the file and the field. The book's fault, not the user's input: exit code 1."""
+    exit_code = 1
+
+
+class _BoundedLoader(yaml.SafeLoader):
+    """A safe loader that refuses more than :data:`MAX_YAML_ALIASES` aliases (``*name``) in one document."""
+
+    def compose_node(self, parent, index):
+        if self.check_event(yaml.events.AliasEvent):
+            self._aliases = getattr(self, "_aliases", 0) + 1
+            if self._aliases > MAX_YAML_ALIASES:
+                event = self.peek_event()
+                raise yaml.YAMLError(f"more than {MAX_YAML_ALIASES} aliases (*{event.anchor}, line "
+                                     f"{event.start_mark.line + 1}); write the values out")
+        return super().compose_node(parent, index)
+
+
+def finite_walk(doc, origin: str, error: type[Exception] = DataFileError) -> None:
+    """Raise ``error("<origin>: <field path>: nan is not a finite number")`` on the first non-finite number."""
     def walk(obj, where):
         if isinstance(obj, float) and not math.isfinite(obj):
             raise error(f"{origin}: {where or '(top level)'}: {obj} is not a finite number")
         for k, v in (obj.items() if isinstance(obj, dict) else enumerate(obj) if isinstance(obj, list) else ()):
             walk(v, f"{where}/{k}" if where else str(k))
     walk(doc, "")
+
+
+def read_yaml(path: Path, error: type[Exception] = DataFileError):
+    """The one reader of the book's YAML data files: UTF-8 whatever the locale, at most
+    :data:`MAX_DATA_FILE_B`, safe tags only, at most :data:`MAX_YAML_ALIASES` aliases, every number finite; dates
+    stay ISO strings. Any problem raises ``error`` naming the file (and the field)."""
+    path = Path(path)
+    name = path.name
+    try:
+        if path.stat().st_size > MAX_DATA_FILE_B:
+            raise error(f"{name}: larger than {MAX_DATA_FILE_B // 2**20} MiB; not a data file of the book")
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise error(f"{name}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    except OSError as exc:
+        raise error(f"{name}: cannot be read: {exc.strerror or exc}") from None
+    try:
+        doc = plain(yaml.load(text, Loader=_BoundedLoader))  # noqa: S506 — a SafeLoader subclass
+    except yaml.YAMLError as exc:
+        raise error(f"{name}: cannot be read as YAML: {' '.join(str(exc).split())}") from None
+    except RecursionError:
+        raise error(f"{name}: nested too deeply") from None
+    finite_walk(doc, name, error)
+    return doc
+
+
+def check_document(doc, schema_path: Path, origin: str, error: type[Exception] = ValueError) -> None:
+    """Refuse a parsed data file that holds a non-finite number or breaks its JSON Schema: raise ``error`` with
+    ``"<origin>: <path>: <what>"`` (path as JSON Pointer segments, e.g. ``overheads/gpu_kernel_startup/value``).
+    Finite numbers are checked first, since NaN slips past a schema's ``minimum``."""
+    finite_walk(doc, origin, error)
     try:
         validate_schema(doc, schema_path)
     except SchemaViolation as exc:
@@ -244,12 +295,8 @@ def check_document(doc, schema_path: Path, origin: str, error: type[Exception] =
 def load_document(path: Path, schema_path: Path, error: type[Exception] = ValueError):
     """Read a YAML data file of the book and :func:`check_document` it; ``error`` names the file on any problem
     (unreadable, not UTF-8, not YAML, a non-finite number, the schema broken). Dates stay ISO strings."""
-    name = Path(path).name
-    try:
-        doc = plain(yaml.safe_load(Path(path).read_text(encoding="utf-8")))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-        raise error(f"{name}: cannot be read as YAML: {exc}") from None
-    check_document(doc, schema_path, name, error)
+    doc = read_yaml(path, error)
+    check_document(doc, schema_path, Path(path).name, error)
     return doc
 
 
@@ -299,12 +346,7 @@ def load_catalog(directory: Path = DEVICES_DIR) -> Mapping[str, Device]:
     """Load and validate every ``<id>.yaml`` under ``directory``; returns id -> Device (read-only)."""
     devices = {}
     for path in sorted(Path(directory).glob("*.yaml")):
-        try:
-            record = yaml.safe_load(path.read_text(encoding="utf-8"))
-        except UnicodeDecodeError as exc:
-            raise CatalogError(f"{path.name}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
-        except yaml.YAMLError as exc:
-            raise CatalogError(f"{path.name}: not valid YAML: {exc}") from None
+        record = read_yaml(path, CatalogError)
         if not isinstance(record, dict):
             raise CatalogError(f"{path.name}: expected a mapping with id, name, vendor, kind, scope, values")
         dev = parse_device(record, origin=path.name)

@@ -31,8 +31,19 @@ import math
 
 import numpy as np
 
-#: the largest simulation the command line runs (PE-cycles = R · C · cycles), about a minute on one core
-MAX_PE_CYCLES = 4e8
+#: the longest simulation the command line runs, estimated on one idle core from the cost of a simulated cycle
+#: (numpy calls whatever the array's size) and of a PE-cycle; a 1 × 1 array of 200³ is 8 million cycles
+MAX_SIM_SECONDS = 60
+SECONDS_PER_CYCLE = 40e-6
+SECONDS_PER_PE_CYCLE = 0.15e-6
+MAX_PE_CYCLES = MAX_SIM_SECONDS / SECONDS_PER_PE_CYCLE
+
+
+def estimated_seconds(rows: int, cols: int, m: int, n: int, k: int, overlap: bool = True) -> float:
+    """About how long :func:`simulate` takes on one idle core: cycles × a per-cycle cost + PE-cycles × a per-PE
+    cost (the guard of :func:`random_check`, which keeps the command line bounded)."""
+    cycles = cycles_formula(m, n, k, rows, cols, overlap)
+    return cycles * SECONDS_PER_CYCLE + rows * cols * cycles * SECONDS_PER_PE_CYCLE
 
 
 @dataclasses.dataclass(frozen=True)
@@ -187,10 +198,12 @@ def random_check(rows: int, m: int, n: int, k: int, cols: int = None, overlap: b
     """Simulate A · B for seeded random integer matrices (exact in float64) and compare with numpy's A @ B."""
     cols = rows if cols is None else cols
     _check(rows, cols, m, n, k)
-    if rows * cols * cycles_formula(m, n, k, rows, cols, overlap) > MAX_PE_CYCLES:
-        raise ValueError(f"{rows}x{cols} array, {m}x{n}x{k}: about {rows * cols * cycles_formula(m, n, k, rows, cols, overlap):.2g} "
-                         f"PE-cycles, more than the {MAX_PE_CYCLES:.0e} simulated here; use a smaller shape or the "
-                         f"formula (x4lib.systolic.formula)")
+    est = estimated_seconds(rows, cols, m, n, k, overlap)
+    if est > MAX_SIM_SECONDS:
+        cycles = cycles_formula(m, n, k, rows, cols, overlap)
+        raise ValueError(f"{rows}x{cols} array, {m}x{n}x{k}: {cycles:,} cycles ({rows * cols * cycles:.2g} PE-cycles) "
+                         f"would take about {est:,.0f} s to simulate here (limit {MAX_SIM_SECONDS} s); use a smaller "
+                         f"shape, a larger array, or the formula (x4lib.systolic.formula)")
     rng = np.random.default_rng(seed)
     a = rng.integers(-3, 4, size=(m, k)).astype(float)
     b = rng.integers(-3, 4, size=(k, n)).astype(float)

@@ -35,6 +35,7 @@ import hashlib
 import html as _html
 import math
 import numbers
+import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -46,6 +47,30 @@ DTYPE_NAMES = {"fp64": "FP64", "fp32": "FP32", "tf32": "TF32", "bf16": "BF16", "
                "fp8_e4m3": "FP8 E4M3", "fp8_e5m2": "FP8 E5M2", "fp8": "FP8", "int8": "INT8", "fp4": "FP4"}
 
 Formatter = str | Callable[[Any], str]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Text a run or a log supplies, shown in Markdown, HTML or a figure: always text, never markup
+
+_MD_PUNCT = re.compile(r"([!-/:-@\[-`{-~])")       # every ASCII punctuation character (CommonMark escapes them)
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def md_text(text) -> str:
+    """``text`` as literal Markdown text (MyST/CommonMark): every ASCII punctuation character backslash-escaped, so
+    ``<script>``, ``**``, ``[x](y)``, ``$...$`` and ``{role}`` show as typed; newlines and control characters
+    become spaces. Rendering-neutral for plain prose, so whole phrases built from run data can go through it."""
+    return _MD_PUNCT.sub(r"\\\1", _CONTROL.sub(" ", str(text)).replace("\n", " "))
+
+
+def md_code(text) -> str:
+    """``text`` as an inline code span: a fence one backtick longer than the longest run inside (no HTML, no
+    roles are read inside a code span)."""
+    text = _CONTROL.sub(" ", str(text)).replace("\n", " ")
+    longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
+    fence = "`" * (longest + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") or not text.strip() else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -31,6 +31,7 @@ from x4lib import economics, specs
 
 HOURS_PER_YEAR = dc.HOURS_PER_YEAR
 METHOD_VERSION = 1
+MIN_UTILISATION = 1e-3  # below 0.1 % busy the cost per GPU-hour of work only grows without bound
 
 
 def capital_recovery_factor(rate: float, years: float) -> float:
@@ -42,8 +43,10 @@ def capital_recovery_factor(rate: float, years: float) -> float:
         raise ValueError(f"interest rate must be >= 0, got {rate}")
     if rate == 0:
         return 1.0 / years
-    g = (1.0 + rate) ** years
-    return rate * g / (g - 1.0)
+    g_minus_1 = math.expm1(years * math.log1p(rate))  # (1+r)^Y − 1 without cancelling when r·Y is tiny
+    if g_minus_1 < 1e-12:  # r·Y ≪ 1: the factor tends to 1/Y (and the exact form loses every digit)
+        return 1.0 / years
+    return rate * (g_minus_1 + 1.0) / g_minus_1
 
 
 @dataclasses.dataclass(frozen=True)
@@ -221,11 +224,12 @@ def cli_arguments(p) -> None:
     from x4lib import cli
     p.description = ("Cost per GPU-hour of owning a cluster against renting it, and the break-even utilisation. "
                      "Defaults are the sourced values of x4lib/data/datacenter.yaml and economics.yaml.")
-    p.add_argument("--device", default="h100-sxm", type=cli.choice_of("device", _devices_with_server_power()),
+    p.add_argument("--device", default="h100-sxm", type=cli.choice_of("device", _devices_with_server_power),
                    help="catalog id of a device with a published whole-server power")
     p.add_argument("--gpus", type=cli.number("GPUs", 1, 1e7, integer=True), default=1024)
     p.add_argument("--years", type=cli.number("years", 0, 50, low_open=True), help="depreciation period")
-    p.add_argument("--utilisation", type=cli.number("utilisation", 0, 1, low_open=True), help="in (0, 1]")
+    p.add_argument("--utilisation", type=cli.number("utilisation", MIN_UTILISATION, 1),
+                   help=f"in [{MIN_UTILISATION:g}, 1]")
     p.add_argument("--usd-per-kwh", type=cli.number("USD/kWh", 0, 1000))
     p.add_argument("--pue", type=cli.number("PUE", 1, 10), help=">= 1")
     p.add_argument("--server-usd", type=cli.number("USD per server", 0, 1e9, low_open=True),

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import codecs
 import dataclasses
+import math
 import os
 import re
 import stat
@@ -42,6 +43,7 @@ from types import MappingProxyType
 METHOD_VERSION = "topo/1"
 #: largest file read (1 MiB: a 16-GPU, 18-NIC matrix with legend is about 4 KB)
 MAX_BYTES = 2**20
+MAX_PORT_GBIT_S = 3200.0  # one port, per direction: twice the fastest InfiniBand generation named (XDR 8x)
 
 #: nvidia-smi path word -> NCCL path type (src/include/graph.h: PATH_LOC 0, NVL 1, PIX 4, PXB 5, PHB 8, SYS 9)
 NCCL_PATH = MappingProxyType({"X": 0, "NV": 1, "PIX": 4, "PXB": 5, "PHB": 8, "NODE": 8, "SYS": 9})
@@ -460,9 +462,15 @@ def parse_ib(text: str, name: str = "<ib>") -> tuple[str, list[IbPort], list[str
             fields["physical_state"] = val
         elif key == "rate":
             try:
-                fields["rate_gbit_s"] = float(val)
+                rate = float(val)
             except ValueError:
                 warnings.append(f"line {i}: rate {val!r} is not a number")
+            else:  # a port's rate in physical sense: SDR 1x is 2.5 Gb/s, XDR 8x 1600 (MAX_PORT_GBIT_S: room above)
+                if math.isfinite(rate) and 0 < rate <= MAX_PORT_GBIT_S:
+                    fields["rate_gbit_s"] = rate
+                else:
+                    warnings.append(f"line {i}: rate {val!r} is not a port's rate (above 0, at most "
+                                    f"{MAX_PORT_GBIT_S:g} Gb/s); left out")
         elif key in ("link layer", "link_layer"):
             fields["link_layer"] = val
         elif key in ("base lid", "port_lid"):

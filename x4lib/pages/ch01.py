@@ -13,7 +13,7 @@ import dataclasses
 
 from x4lib import facts, host, kernels, peaks, roofline as rl, simt, specs, systolic
 from x4lib.pages.ch01_memory import Sweep, fmt_size, sweep_points
-from x4lib.tables import Col, fmt_value, sig, table, with_details
+from x4lib.tables import Col, fmt_value, md_text, sig, table, with_details
 
 # ------------------------------------------------------------------------------------------------ peaks
 
@@ -123,12 +123,13 @@ def local_peak_sentence() -> str:
     fp32, bf16 = local_peak_flop_per_s("fp32"), local_peak_flop_per_s("bf16")
     h100 = specs.get("h100-sxm").peak_flop_per_s("bf16")
     if fp32 is None:
-        return (f"No peak can be computed for {cpu.name}: it reports no clock, or no FP32 rate is recorded for it; "
+        return (f"No peak can be computed for {md_text(cpu.name)}: it reports no clock, or no FP32 rate is recorded for it; "
                 f"run `python -m x4lib peak --device local --dtype fp32 --clock-mhz F` with a clock you know.")
-    text = (f"So {cpu.name} (as detected) peaks at {fp32 / 1e9:,.0f} GFLOP/s dense FP32 on its vector units at the "
+    text = (f"So {md_text(cpu.name)} (as detected) peaks at {fp32 / 1e9:,.0f} GFLOP/s dense FP32 on its vector units at the "
             f"clock it reports; one H100's dense BF16 peak is {h100 / fp32:,.0f} times that")
     if bf16 is not None:
-        unit = f"{cpu.matrix_unit} units" if "bf16" in cpu.matrix_dtypes else "vector units (AVX-512 BF16)"
+        unit = (f"{md_text(cpu.matrix_unit)} units" if "bf16" in cpu.matrix_dtypes
+                else "vector units (AVX-512 BF16)")
         text += (f", and {h100 / bf16:,.0f} times the {bf16 / 1e12:,.2f} TFLOP/s dense BF16 of this CPU's {unit}")
     return text + "."
 
@@ -545,9 +546,9 @@ def cpu_matmul_sentence(run: CpuRun) -> str:
     the measurement implies."""
     b = cpu_best(run)
     if b["peak_tflops"] is None:
-        return f"On {run.label} the best {run.dtype.upper()} matmul ran at {b['tflops'] * 1e3:,.0f} GFLOP/s; no peak is recorded for it."
+        return f"On {md_text(run.label)} the best {run.dtype.upper()} matmul ran at {b['tflops'] * 1e3:,.0f} GFLOP/s; no peak is recorded for it."
     roof = cpu_roof(run)
-    head = (f"On {run.label} the best {run.dtype.upper()} matmul ran at {b['tflops'] * 1e3:,.0f} GFLOP/s against a "
+    head = (f"On {md_text(run.label)} the best {run.dtype.upper()} matmul ran at {b['tflops'] * 1e3:,.0f} GFLOP/s against a "
             f"computed peak of {b['peak_tflops'] * 1e3:,.0f} GFLOP/s at the clock the system reports (its roofline turns "
             f"at {roof.ridge_flop_per_B:,.0f} FLOP/B with the measured memory roof)")
     if b["efficiency"] <= 1:

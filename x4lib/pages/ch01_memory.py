@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 
 from x4lib import facts, simt, specs
-from x4lib.tables import Col, table
+from x4lib.tables import Col, md_text, table
 
 # --------------------------------------------------------------------------------- memory hierarchy, here
 
@@ -87,7 +87,7 @@ def sweep_sentence(sweep: Sweep) -> str:
         return "The sweep did not produce enough points to describe."
     drops = [(pts[i]["y"] / pts[i + 1]["y"], pts[i]["x"], pts[i + 1]["x"]) for i in range(len(pts) - 1)]
     f, a, b = max(drops)
-    return (f"On {sweep.label}, one thread read {pts[0]['y']:,.0f} GB/s from a {fmt_size(pts[0]['x'])} working set "
+    return (f"On {md_text(sweep.label)}, one thread read {pts[0]['y']:,.0f} GB/s from a {fmt_size(pts[0]['x'])} working set "
             f"and {pts[-1]['y']:,.0f} GB/s from {fmt_size(pts[-1]['x'])}; the steepest cliff, a factor of {f:.1f}, "
             f"lies between {fmt_size(a)} and {fmt_size(b)}.")
 

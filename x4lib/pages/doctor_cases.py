@@ -14,6 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from x4lib import doctor, rate_check
+from x4lib.tables import md_code, md_text
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 CASES_DIR = ROOT / "tests" / "data" / "doctor"
@@ -91,15 +92,16 @@ def report_table(report: doctor.Report):
 def report_markdown(report: doctor.Report) -> str:
     """The findings as Markdown bullets: severity, the cause, the evidence, measured vs expected, the advice."""
     if not report.findings:
-        names = ", ".join(f"`{Path(i.file).name}`" for i in report.inputs)
+        names = ", ".join(md_code(Path(i.file).name) for i in report.inputs)
         return f"The doctor finds nothing wrong in {names}."
     out = []
     for f in report.findings:
         numbers = ""
         if f.measured or f.expected:
             numbers = f" Measured {_quantity(f.measured)}, expected {_quantity(f.expected)}."
-        ev = f"; evidence {_evidence_text(f)} of `{Path(f.file).name}`" if f.evidence else ""
-        out.append(f"- **{f.severity}** ({f.category}): {f.cause.rstrip('.')}{ev}.{numbers} {f.advice}")
+        ev = f"; evidence {md_text(_evidence_text(f))} of {md_code(Path(f.file).name)}" if f.evidence else ""
+        out.append(f"- **{md_text(f.severity)}** ({md_text(f.category)}): {md_text(f.cause.rstrip('.'))}{ev}."
+                   f"{md_text(numbers)} {md_text(f.advice)}")
     return "\n".join(out)
 
 

@@ -456,9 +456,8 @@ def roof_ratios() -> dict:
 
 def original_budget() -> dict:
     """The original module's lab budget (givens.yaml ``lab00_budget``): stated prices, not quotes."""
-    import yaml
-    from x4lib import economics
-    return dict(yaml.safe_load(economics.GIVENS_PATH.read_text(encoding="utf-8"))["lab00_budget"])
+    from x4lib import economics, specs
+    return dict(specs.read_yaml(economics.GIVENS_PATH)["lab00_budget"])
 
 
 # ------------------------------------------------------------------------------------------------ budget
@@ -527,12 +526,19 @@ def roofline_explorer():
 
 def summary_markdown(run: Run) -> str:
     """The paragraph about the run shown on the page, as Markdown (a cell's output: its numbers are computed)."""
-    s = summary(run)
-    peak_txt = (f"Its {s.dtype} peak is {s.peak_gflops:,.0f} GFLOP/s ({s.peak_basis})." if s.peak_gflops
-                else f"No {s.dtype} peak is known for it ({s.peak_basis}).")
-    return (f"The device detected is **{s.name}**. {peak_txt} The best {s.dtype} matmul reached "
-            f"{s.best_gflops:,.1f} GFLOP/s at {s.best_shape}: {s.efficiency_text}. {s.independent_check} "
+    from x4lib.tables import md_text as t
+    s = summary(run)  # every phrase escaped: a run's device name or warning is text, never markup
+    peak_txt = (f"Its {t(s.dtype)} peak is {s.peak_gflops:,.0f} GFLOP/s ({t(s.peak_basis)})." if s.peak_gflops
+                else f"No {t(s.dtype)} peak is known for it ({t(s.peak_basis)}).")
+    return (f"The device detected is **{t(s.name)}**. {peak_txt} The best {t(s.dtype)} matmul reached "
+            f"{s.best_gflops:,.1f} GFLOP/s at {t(s.best_shape)}: {t(s.efficiency_text)}. {t(s.independent_check)} "
             f"The run recorded {s.n_warnings} warning(s), listed below.")
+
+
+def warnings_markdown(run: Run) -> str:
+    """The run's warnings as a Markdown list, each escaped (a run's text is never markup)."""
+    from x4lib.tables import md_text
+    return "\n".join(f"- {md_text(w)}" for w in warnings(run)) or "(no warnings)"
 
 
 PROFILES_DIR = Path(__file__).resolve().parent.parent.parent / "runners" / "profiles"

@@ -14,6 +14,7 @@ import math
 
 from x4lib import clusters, collectives as coll, fitting, nccl_log, nccl_tuner, published, sizes
 from x4lib.runs import Run
+from x4lib.tables import md_text
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 LOG_DIR = published.LOG_DIR
@@ -269,7 +270,7 @@ def run_markdown(results: dict) -> str:
     alpha_us, bw = fit_text(run_fit(results))
     fit = (f"Fitting t = α + β·S to its AllReduce rows gives α = {alpha_us:,.0f} µs and {bw}."
            if alpha_us is not None else f"Its AllReduce rows give {bw}.")
-    return f"The run shown: {describe_run(results)}. {fit}"
+    return f"The run shown: {md_text(describe_run(results))}. {fit}"
 
 
 # ---------------------------------------------------------------------------------------------- validation
@@ -550,7 +551,7 @@ def targets_markdown(report: dict) -> str:
              f"and {report['small_ok']} of {report['small_n']} rows of 1 MiB within a factor of "
              f"{TARGET_SMALL_FACTOR:g}."]
     if report["misses"]:
-        lines.append("Misses: " + "; ".join(report["misses"]) + ".")
+        lines.append("Misses: " + "; ".join(md_text(m) for m in report["misses"]) + ".")
     return " ".join(lines)
 
 
