@@ -1,4 +1,5 @@
-"""The measuring harness: device detection, the timing harness, fits of measured times, and lab runs as data. `bench` and `device` import only the standard library and torch, so they run on a bare PyTorch pod.
+"""The measuring harness: device detection, the timing harness, fits of measured times, and lab runs as data. `bench`
+and `device` import only the standard library and torch, so they run on a bare PyTorch pod.
 
 Used by: Labs 00 and 01 and their runners.
 
