@@ -157,7 +157,7 @@ def load_rules(path: Path = RULES_PATH) -> Mapping:
     Raises :class:`RulesError` (exit 1) naming the file and the field."""
     import yaml
 
-    from x4lib import specs
+    from x4lib.catalog import specs
     name = Path(path).name
     try:
         data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))

@@ -90,7 +90,7 @@ def schema(lab: str) -> dict:
 
 def validate(results: Mapping, lab: str, where: str = "results.json") -> None:
     """Raise :class:`RunError` naming ``where`` and the field unless ``results`` meets the lab's schema."""
-    from x4lib import specs
+    from x4lib.catalog import specs
     try:
         specs.validate_schema(results, schema(lab))
     except specs.SchemaViolation as exc:
