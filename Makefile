@@ -42,11 +42,11 @@ lab: $(STAMP)
 
 ## make sync: push edits of book/*.md into notebooks/*.ipynb (keeps outputs)
 sync: $(STAMP)
-	$(BIN)/python -m x4lib.nbtools sync
+	$(BIN)/python -m x4lib.book.nbtools sync
 
 ## make refresh: re-execute the theory notebooks so their reference outputs match (after an intended change)
 refresh: $(STAMP)
-	$(BIN)/python -m x4lib.nbtools refresh
+	$(BIN)/python -m x4lib.book.nbtools refresh
 
 clean:
 	rm -rf _build out

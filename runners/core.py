@@ -208,7 +208,7 @@ def render_existing(lab, run_dir: Path) -> Path:
     lab), then render it."""
     if not notebook_stack_available():
         raise UsageError("rendering needs the notebook stack (papermill): run `make setup` first")
-    from x4lib import runs
+    from x4lib.harness import runs
     runs.load_run(Path(run_dir), lab.NAME)
     return render(lab, Path(run_dir))
 
@@ -219,7 +219,7 @@ def _validate(results: dict, lab: str) -> None:
     """The schema check before storing, where jsonschema is installed (a bare pod may lack it; the page checks
     again when it reads the run)."""
     try:
-        from x4lib import runs
+        from x4lib.harness import runs
         import jsonschema  # noqa: F401
     except ImportError:
         return

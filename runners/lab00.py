@@ -27,7 +27,7 @@ def measure(ctx):
     import torch
 
     from runners.core import Measured
-    from x4lib import bench, device
+    from x4lib.harness import bench, device
     params = ctx.params
     dev = device.detect(torch, "cpu" if ctx.profile["expects"]["kind"] == "cpu" else "cuda")
     profiles.check_device(ctx.profile, dev)

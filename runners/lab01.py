@@ -6,7 +6,7 @@ under torchrun), or a real nccl-tests log imported.
     python -m runners lab01 --profile cluster-2x8 --import-log all_reduce_perf.log
 
 ``cluster-2x8`` measures only under torchrun on 2 nodes × 8 GPUs with NCCL; anywhere else it refuses (exit 2)
-before measuring. ``--import-log`` reads the log with x4lib.nccl_log (the one reader of nccl-tests tables): the
+before measuring. ``--import-log`` reads the log with x4lib.network.nccl_log (the one reader of nccl-tests tables): the
 device label comes from the log's "# Rank ... device ..." lines, never from this machine; a log that fails the
 reader's checks (a row inconsistent with nccl-tests' formulas, a negative or non-finite value) exits 1 naming the
 line, and nothing is stored. The log is copied beside results.json.
@@ -28,7 +28,7 @@ NAME = "lab01"
 TITLE = "Lab 01: collectives in nccl-tests' table (gloo here, NCCL on a cluster), or a real nccl-tests log imported"
 NOTEBOOK = "notebooks/lab-01-collectives.ipynb"
 SCHEMA_VERSION = 2
-IMPORT_METHOD_VERSION = 2  # the log import: x4lib.nccl_log's reader and checks
+IMPORT_METHOD_VERSION = 2  # the log import: x4lib.network.nccl_log's reader and checks
 SOURCE_MEASURED = "measured"
 SOURCE_IMPORTED = "imported nccl-tests log"
 
@@ -56,7 +56,7 @@ def measure(ctx):
 
 
 def _bench_config(params: dict) -> dict:
-    from x4lib.sizes import parse_size
+    from x4lib.network.sizes import parse_size
     try:
         sizes = [parse_size(s) for s in params["sizes"]]
     except ValueError as exc:
@@ -93,7 +93,8 @@ def measure_local(ctx):
     import torch
 
     from runners.core import Measured
-    from x4lib import bench, commbench, device
+    from x4lib.harness import bench, device
+    from x4lib.network import commbench
     params = ctx.params
     if params.get("backend", "gloo") != "gloo":
         raise profiles.ProfileError(f"profile {ctx.profile['name']!r}: a local run uses gloo")
@@ -136,7 +137,7 @@ def check_cluster(profile: dict, params: dict, torch, environ=None) -> dict:
     import torch.distributed as dist
     if not dist.is_nccl_available():
         raise profiles.WrongDevice(f"{want}: this torch build has no NCCL")
-    from x4lib import device
+    from x4lib.harness import device
     dev = device.detect(torch, "cuda")
     profiles.check_device(profile, dev, min_devices=per)
     return dev
@@ -147,7 +148,8 @@ def measure_cluster(ctx):
     import torch
 
     from runners.core import Measured
-    from x4lib import bench, commbench
+    from x4lib.harness import bench
+    from x4lib.network import commbench
     dev = check_cluster(ctx.profile, ctx.params, torch)
     started = rundir.utc_now()
     res = commbench.run_torchrun(_bench_config(ctx.params), "nccl")
@@ -184,7 +186,8 @@ def _place(p) -> dict:
 def import_log(ctx):
     """Store a real nccl-tests log as a run of a cluster profile."""
     from runners.core import Measured
-    from x4lib import collectives, device, nccl_log
+    from x4lib.network import nccl_log, nccl_tests
+    from x4lib.harness import device
     if not ctx.args.import_log:
         raise BadLog("--import-log: an empty path; give the nccl-tests log's file")
     profile, log = ctx.profile, Path(ctx.args.import_log)
@@ -198,7 +201,7 @@ def import_log(ctx):
     if not parsed.ranks:
         raise BadLog(f"{log}: no '# Rank N ... device N [...] NAME' lines: the log does not say which GPUs it ran "
                      f"on, so it cannot be labelled")
-    coll = parsed.collective or collectives.find_in_text(log.name)
+    coll = parsed.collective or nccl_tests.find_in_text(log.name)
     if coll is None:
         raise BadLog(f"{log}: cannot tell which collective it measured (no '<name>_perf' in the log or its name)")
     names = sorted({r.name for r in parsed.ranks})
@@ -227,7 +230,7 @@ def import_log(ctx):
     results = {
         "schema_version": SCHEMA_VERSION, "lab": NAME, "profile": profile["name"], "quick": False,
         "method_version": IMPORT_METHOD_VERSION, "started_utc": now, "imported_utc": now, "measured_utc": None,
-        "command": ctx.command, "source": SOURCE_IMPORTED, "parser": f"x4lib.nccl_log {nccl_log.METHOD_VERSION}",
+        "command": ctx.command, "source": SOURCE_IMPORTED, "parser": f"x4lib.network.nccl_log {nccl_log.METHOD_VERSION}",
         "log_file": log.name, "log_sha256": hashlib.sha256(data).hexdigest(),
         "backend": "rccl" if parsed.tool == "rccl-tests" else "nccl", "nranks": n_ranks, "nhosts": nhosts,
         "timing": "nccl-tests: mean iteration time, averaged over ranks (default -a 1)",
@@ -237,7 +240,7 @@ def import_log(ctx):
                    "ranks": [dict(rank=r.rank, host=r.host, device=r.device, bus_id=r.bus_id, name=r.name)
                              for r in parsed.ranks],
                    "source": "the log's '# Rank' lines (not this machine)"},
-        "collectives": [{"collective": coll, "nccl_tests_binary": collectives.NCCL_TESTS_BINARY[coll],
+        "collectives": [{"collective": coll, "nccl_tests_binary": nccl_tests.NCCL_TESTS_BINARY[coll],
                          "supported": True, "note": "per-iteration times are not in nccl-tests' text output "
                                                     "(times_us empty); time is nccl-tests' own (default -a 1: "
                                                     "mean over ranks)", "rows": rows}],

@@ -711,7 +711,7 @@ def overflow_failures(report: PageReport) -> list[str]:
 
 
 def long_table_failures(report: PageReport, max_rows: int = MAX_TABLE_ROWS) -> list[str]:
-    """Tables of more than ``max_rows`` body rows shown open (x4lib.tables.with_details collapses the full one)."""
+    """Tables of more than ``max_rows`` body rows shown open (x4lib.book.tables.with_details collapses the full one)."""
     return [f"{report.name}: {t['where']} shows {t['rows']} rows (more than {max_rows})"
             for t in report.long_tables if t["rows"] > max_rows]
 

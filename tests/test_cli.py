@@ -130,7 +130,8 @@ def test_ctrl_c_is_one_line(capsys):
 
 
 def test_a_broken_catalog_is_exit_1_naming_the_file(tmp_path, capsys):
-    from x4lib import cli, specs
+    from x4lib import cli
+    from x4lib.catalog import specs
     (tmp_path / "bad.yaml").write_bytes("name: Garc\u00eda".encode("latin-1"))
     rc = cli.run_command(lambda a: specs.load_catalog(tmp_path) and 0, None, None, "python -m x4lib specs")
     assert rc == 1 and "bad.yaml: not UTF-8" in capsys.readouterr().err

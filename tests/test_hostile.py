@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from x4lib import cli, specs
+from x4lib import cli
+from x4lib.catalog import specs
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -53,7 +54,7 @@ def test_a_few_aliases_still_read(tmp_path):
 
 
 def test_nan_threshold_in_doctor_rules_is_refused(tmp_path):
-    from x4lib import findings
+    from x4lib.doctor import findings
     text = findings.RULES_PATH.read_text(encoding="utf-8")
     broken = text.replace("thresholds:\n  below_model_fraction:\n    value: 0.5",
                           "thresholds:\n  below_model_fraction:\n    value: .nan", 1)
@@ -131,7 +132,7 @@ def test_lab_pages_escape_a_device_name_and_warnings():
 
 
 def test_md_helpers():
-    from x4lib.tables import md_code, md_text
+    from x4lib.book.tables import md_code, md_text
     _assert_literal(md_text(EVIL))
     kinds, text = _html_and_text(md_code("a`<b>`c"))
     assert "html_inline" not in kinds and text == "a`<b>`c"
@@ -162,7 +163,7 @@ def test_import_log_empty_path_says_so():
 
 def test_a_log_of_too_many_rows_is_refused_in_bounded_time():
     import time
-    from x4lib import nccl_log
+    from x4lib.network import nccl_log
     from test_runners_lab01 import H100_LOG
     lines = H100_LOG.read_text(encoding="utf-8").splitlines()
     i = next(i for i, ln in enumerate(lines) if ln.strip()[:1].isdigit())
@@ -178,7 +179,7 @@ def test_a_log_of_too_many_rows_is_refused_in_bounded_time():
 # ------------------------------------------------------------------- items 9, 13, 14, 15: bounded answers
 
 def test_systolic_guards_on_estimated_time_not_pe_cycles():
-    from x4lib import systolic
+    from x4lib.compute import systolic
     with pytest.raises(ValueError, match=r"1x1 array, 200x200x200: .* would take about \d+ s"):
         systolic.random_check(1, 200, 200, 200)
     assert systolic.estimated_seconds(1, 1, 200, 200, 200) > systolic.MAX_SIM_SECONDS
@@ -188,7 +189,7 @@ def test_systolic_guards_on_estimated_time_not_pe_cycles():
 
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
 def test_render_reads_results_json_bounded(tmp_path):
-    from x4lib import runs
+    from x4lib.harness import runs
     fifo, zero, deep = (tmp_path / n for n in ("fifo", "zero", "deep"))
     for d in (fifo, zero, deep):
         d.mkdir()
@@ -204,7 +205,7 @@ def test_render_reads_results_json_bounded(tmp_path):
 
 
 def test_in_range_numbers_give_finite_answers():
-    from x4lib import reliability, tco
+    from x4lib.datacenter import reliability, tco
     assert reliability.goodput(1.0, 0.72, 20.0, 600.0) == 0.0
     assert reliability.goodput(1187.0, 36000.0, 20.0, 600.0) == pytest.approx(0.9511, abs=1e-4)
     assert tco.capital_recovery_factor(1e-16, 5) == pytest.approx(0.2)
@@ -227,14 +228,14 @@ def test_ranges_exclude_values_that_only_overflow(argv, monkeypatch, capsys):
 ])
 def test_check_claims_is_linear(page):
     import time
-    from x4lib import claims
+    from x4lib.book import claims
     t0 = time.perf_counter()
     claims.check_text(page, "p.md", frozenset())
     assert time.perf_counter() - t0 < 5
 
 
 def test_check_claims_refuses_a_huge_page_and_names_a_fifo(tmp_path):
-    from x4lib import claims
+    from x4lib.book import claims
     big = tmp_path / "big.md"
     big.write_bytes(b"x" * (claims.MAX_PAGE_BYTES + 1))
     with pytest.raises(claims.UsageError, match="larger than 1 MiB"):
@@ -250,7 +251,7 @@ def test_check_claims_refuses_a_huge_page_and_names_a_fifo(tmp_path):
 
 def test_a_schema_valid_time_of_5e_324_s_is_refused_naming_the_field():
     from test_pages_lab00 import cpu_run
-    from x4lib import runs
+    from x4lib.harness import runs
     doc = dict(cpu_run().results)
     doc["matmul"] = [dict(doc["matmul"][0], best_s=5e-324)] + list(doc["matmul"][1:])
     with pytest.raises(runs.RunError, match=r"results.json: matmul/0/best_s: 4.94066e-324 s is not a time"):

@@ -33,27 +33,27 @@ import sys
 
 #: command -> (module with cli_arguments/cli_main, one line of help)
 COMMANDS: dict[str, tuple[str, str]] = {
-    "specs": ("x4lib.specs", "list the catalog, or show one device with every value's source"),
-    "roofline": ("x4lib.roofline", "peak, memory bandwidth and ridge point of a device"),
-    "train-estimate": ("x4lib.economics", "time, cost and power of a training run (6·N·D)"),
-    "collective-predict": ("x4lib.collectives", "predicted time, algbw and busbw of a collective on a cluster"),
-    "matmul-predict": ("x4lib.matmul", "achievable rate of an MxNxK matmul on a device (tiles, waves, clock, overhead)"),
-    "nccl-parse": ("x4lib.nccl_log", "read an nccl-tests / rccl-tests log, check it, print JSON or CSV"),
-    "check-claims": ("x4lib.claims", "check that every number in the book's prose is glued or cited"),
-    "doctor": ("x4lib.doctor", "is my number right? measure here or read logs, name the likely cause of a gap"),
-    "topology": ("x4lib.topology", "switches, links, diameter and bisection of a fat tree, torus or dragonfly"),
-    "comm-estimate": ("x4lib.parallelism", "bytes and time per step of a parallelism strategy on a cluster"),
-    "topo": ("x4lib.topo", "read nvidia-smi topo -m output: paths, nearest NICs, affinity, findings"),
-    "ib-ports": ("x4lib.topo", "read ibstat or ibv_devinfo output: port state, rate, link layer"),
-    "kv-cache": ("x4lib.inference", "KV-cache bytes per token and in all, for a shape or a stored model"),
-    "memory-plan": ("x4lib.memory", "per-GPU training memory (weights, gradients, optimizer, activations) and fits"),
-    "tco": ("x4lib.tco", "owning against renting a GPU cluster: cost per GPU-hour and break-even utilisation"),
-    "checkpoint-interval": ("x4lib.reliability", "checkpoint interval (Daly/Young) and goodput for a job's MTBF"),
-    "peak": ("x4lib.peaks", "a peak rate from first principles: units × FLOP per clock × clock, against the catalog"),
-    "systolic": ("x4lib.systolic", "simulate a weight-stationary systolic array: cycles, MACs, utilisation"),
-    "plan": ("x4lib.planner", "lay out a training run: the layout that fits and runs fastest, MFU, days, cost, energy"),
-    "landscape": ("x4lib.landscape", "every accelerator on one basis (dense, per chip, per direction, GB = 1e9 B)"),
-    "choose": ("x4lib.choose", "rank the catalog's accelerators for a workload and name the deciding constraint"),
+    "specs": ("x4lib.catalog.specs", "list the catalog, or show one device with every value's source"),
+    "roofline": ("x4lib.compute.roofline", "peak, memory bandwidth and ridge point of a device"),
+    "train-estimate": ("x4lib.training.economics", "time, cost and power of a training run (6·N·D)"),
+    "collective-predict": ("x4lib.network.collectives", "predicted time, algbw and busbw of a collective on a cluster"),
+    "matmul-predict": ("x4lib.compute.matmul", "achievable rate of an MxNxK matmul on a device (tiles, waves, clock, overhead)"),
+    "nccl-parse": ("x4lib.network.nccl_log", "read an nccl-tests / rccl-tests log, check it, print JSON or CSV"),
+    "check-claims": ("x4lib.book.claims", "check that every number in the book's prose is glued or cited"),
+    "doctor": ("x4lib.doctor.diagnose", "is my number right? measure here or read logs, name the likely cause of a gap"),
+    "topology": ("x4lib.network.topology", "switches, links, diameter and bisection of a fat tree, torus or dragonfly"),
+    "comm-estimate": ("x4lib.training.parallelism", "bytes and time per step of a parallelism strategy on a cluster"),
+    "topo": ("x4lib.network.topo", "read nvidia-smi topo -m output: paths, nearest NICs, affinity, findings"),
+    "ib-ports": ("x4lib.network.topo", "read ibstat or ibv_devinfo output: port state, rate, link layer"),
+    "kv-cache": ("x4lib.serving.inference", "KV-cache bytes per token and in all, for a shape or a stored model"),
+    "memory-plan": ("x4lib.training.memory", "per-GPU training memory (weights, gradients, optimizer, activations) and fits"),
+    "tco": ("x4lib.datacenter.tco", "owning against renting a GPU cluster: cost per GPU-hour and break-even utilisation"),
+    "checkpoint-interval": ("x4lib.datacenter.reliability", "checkpoint interval (Daly/Young) and goodput for a job's MTBF"),
+    "peak": ("x4lib.catalog.peaks", "a peak rate from first principles: units × FLOP per clock × clock, against the catalog"),
+    "systolic": ("x4lib.compute.systolic", "simulate a weight-stationary systolic array: cycles, MACs, utilisation"),
+    "plan": ("x4lib.training.planner", "lay out a training run: the layout that fits and runs fastest, MFU, days, cost, energy"),
+    "landscape": ("x4lib.catalog.landscape", "every accelerator on one basis (dense, per chip, per direction, GB = 1e9 B)"),
+    "choose": ("x4lib.catalog.choose", "rank the catalog's accelerators for a workload and name the deciding constraint"),
 }
 
 PROG = "python -m x4lib"
@@ -98,9 +98,9 @@ def number(kind: str, low: float | None = None, high: float | None = None, *, lo
 
 
 def sizes(text: str) -> list[int]:
-    """An argparse ``type`` for comma-separated message sizes (x4lib.sizes.parse_size: 1M = 2^20 as nccl-tests,
+    """An argparse ``type`` for comma-separated message sizes (x4lib.network.sizes.parse_size: 1M = 2^20 as nccl-tests,
     1MB = 10^6, 1MiB = 2^20)."""
-    from x4lib import sizes as sz
+    from x4lib.network import sizes as sz
     parts = [t for t in str(text).split(",") if t.strip()]
     if not parts:
         raise argparse.ArgumentTypeError("no size given")

@@ -5,7 +5,7 @@
 - ipywidgets' controls call the MathJax 2 API (MathJax.Hub.Queue) whenever MathJax is loaded
   (jupyter-widgets/ipywidgets#3829); the book loads MathJax 3: a small shim maps the call.
 - The widget manager looks for its icon fonts next to the page: point require.js at its CDN folder.
-- x4lib.tables' tables (scroll box, collapsed full table): x4-tables.css.
+- x4lib.book.tables' tables (scroll box, collapsed full table): x4-tables.css.
 Checked by tests/test_browser.py (no console errors, no network requests but the routed widget files).
 """
 from pathlib import Path

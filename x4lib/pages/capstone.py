@@ -5,8 +5,9 @@ from __future__ import annotations
 import functools
 from typing import Mapping
 
-from x4lib import memory, mfu, planner, specs
-from x4lib.tables import Col, table
+from x4lib.training import memory, mfu, planner
+from x4lib.catalog import specs
+from x4lib.book.tables import Col, table
 
 COUNTS = (8, 64, 256, 1024)
 DEVICES = ("h100-sxm", "h200-sxm", "b200")
@@ -14,7 +15,7 @@ TOKENS = None  # chapter 00's quiz tokens, read in tokens()
 
 
 def tokens() -> float:
-    from x4lib import economics
+    from x4lib.training import economics
     return economics.quiz_givens()["tokens"]
 
 
@@ -35,7 +36,7 @@ def _fallback(gpus: tuple) -> tuple:
 
 @functools.lru_cache(maxsize=64)
 def best(device: str, gpus: int, model: planner.Model | None = None) -> planner.Plan | None:
-    plans = planner.search(model or model70(), device, gpus, batch_tokens(), top=1)
+    plans = planner.search(model or model70(), specs.get(device), gpus, batch_tokens(), top=1)
     return plans[0] if plans else None
 
 
@@ -45,7 +46,7 @@ def scale_rows(device: str = "h100-sxm", counts=COUNTS) -> list[dict]:
     for g in counts:
         p = best(device, g)
         if p is None:
-            least = planner.min_gpus_to_fit(model70(), device, batch_tokens())
+            least = planner.min_gpus_to_fit(model70(), specs.get(device), batch_tokens())
             rows.append({"gpus": g, "layout": f"none fits (needs {least} GPUs)", "mem": None, "mfu": None,
                          "days": None, "gpu_h": None, "limit": "memory"})
             continue
@@ -183,7 +184,7 @@ def explorer():
         fixed = {k: (None if v == "auto" else int(v)) for k, v in (("tp", tp), ("pp", pp), ("cp", cp),
                                                                    ("zero", zero))}
         try:
-            plans = planner.search(explorer_model(model), device, int(gpus), batch_tokens(), fixed=fixed, top=1)
+            plans = planner.search(explorer_model(model), specs.get(device), int(gpus), batch_tokens(), fixed=fixed, top=1)
         except ValueError as exc:
             print(f"cannot plan: {exc}")
             return
@@ -204,7 +205,7 @@ def explorer():
 
 
 def _fallback_row(name: str, g: int) -> dict:
-    plans = planner.search(explorer_model(name), "h100-sxm", g, batch_tokens(), top=1)
+    plans = planner.search(explorer_model(name), specs.get("h100-sxm"), g, batch_tokens(), top=1)
     p = plans[0] if plans else None
     return {"model": name, "gpus": g, "layout": p.layout.label() if p else "none fits",
             "mfu": p.mfu if p else None, "limit": p.limit if p else "memory"}
@@ -237,7 +238,7 @@ def summary() -> dict:
                "tokens_t": tokens() / 1e12, "reserve_pct": 100 * planner.RESERVE}
     s["state_gb_per_gpu_8"] = memory.model_state_bytes(m.params) / 8 / 1e9
     s["h100_gb"] = specs.get("h100-sxm").values["memory_gb"].value
-    s["min_gpus"] = planner.min_gpus_to_fit(m, "h100-sxm", batch_tokens())
+    s["min_gpus"] = planner.min_gpus_to_fit(m, specs.get("h100-sxm"), batch_tokens())
     rows = {r["gpus"]: r for r in scale_rows()}
     for g in COUNTS[1:]:
         r = rows[g]

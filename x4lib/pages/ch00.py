@@ -1,14 +1,14 @@
 """Page helpers of chapter 00 (book/00-motivation.md): the quiz with its givens, the sourced values that replace
 them, scenario tables, the days-against-GPUs curves and the training explorer. The model itself is
-``x4lib.economics``; the givens are data (``x4lib/data/givens.yaml``), the sourced values too
+``x4lib.training.economics``; the givens are data (``x4lib/data/givens.yaml``), the sourced values too
 (``x4lib/data/economics.yaml``).
 """
 from __future__ import annotations
 
 from typing import Mapping
 
-from x4lib import specs
-from x4lib.economics import TrainingEstimate, estimate_training, quiz_givens, sourced_value
+from x4lib.catalog import specs
+from x4lib.training.economics import TrainingEstimate, estimate_training, quiz_givens, sourced_value
 
 def estimate_quiz(**overrides) -> TrainingEstimate:
     """The motivation quiz with its givens (x4lib/data/givens.yaml), any of them overridden."""
@@ -62,8 +62,8 @@ def givens_rows() -> list[dict]:
 def sourced_overrides(device: str = "h100-sxm") -> dict:
     """Overrides for :func:`estimate_quiz` that replace the round-number givens by sourced values,
     and count whole-server power where the catalog has it (as Epoch AI's cost model does). Llama 3's MFU counts
-    attention FLOP; it is converted to this page's 6ND convention (x4lib.mfu.llama3_mfu_6nd)."""
-    from x4lib import mfu
+    attention FLOP; it is converted to this page's 6ND convention (x4lib.training.mfu.llama3_mfu_6nd)."""
+    from x4lib.training import mfu
     over = {k: sourced_value(k, device)["value"] for k in SOURCED_KEYS}
     over["mfu"] = mfu.llama3_mfu_6nd()[0]
     if "server_power_w_per_gpu" in specs.get(device).values:
@@ -80,7 +80,7 @@ def sourced_rows(device: str = "h100-sxm") -> list[dict]:
         v = sourced_value(k, device)
         shown = str(v["value"])
         if k == "mfu":
-            from x4lib import mfu
+            from x4lib.training import mfu
             shown = f"{v['value']} (attention counted); {mfu.llama3_mfu_6nd()[0]:.3f} in 6ND terms"
         rows.append({"quantity": k, "quiz given": str(g[k]), "sourced": shown, "unit": v["unit"],
                      "source": v["source"], "accessed": v["accessed"]})
@@ -97,7 +97,7 @@ def sourced_rows(device: str = "h100-sxm") -> list[dict]:
 
 def economics_ref(key: str) -> Mapping:
     """A reference point of x4lib/data/economics.yaml: {value, unit, source, accessed, note}."""
-    from x4lib import economics
+    from x4lib.training import economics
     return economics.sourced()["reference_points"][key]
 
 
@@ -141,7 +141,7 @@ def tdp_coverage() -> dict:
 def gaudi3_peaks(dtype: str = "bf16") -> dict:
     """Gaudi 3's dense peak at the clock Intel's figure assumes and at the shipping clock (x4lib/data/matmul.yaml),
     in TFLOP/s and MHz, with the source of the shipping clock."""
-    from x4lib import matmul
+    from x4lib.compute import matmul
     dev = specs.get("gaudi3")
     clk = matmul.clock_for("gaudi3", dtype)
     return {"planned_tflops": dev.values[dev.peak_field(dtype)].value, "planned_mhz": dev.peak_basis["clock_mhz"],
@@ -150,28 +150,28 @@ def gaudi3_peaks(dtype: str = "bf16") -> dict:
 
 
 def quiz_budget():
-    """The MFU budget of the quiz run on H100 SXM (x4lib.mfu, layout assumptions in givens.yaml quiz_run)."""
-    from x4lib import mfu
-    return mfu.budget(mfu.quiz_run(), "h100-sxm", "bf16")
+    """The MFU budget of the quiz run on H100 SXM (x4lib.training.mfu, layout assumptions in givens.yaml quiz_run)."""
+    from x4lib.training import mfu
+    return mfu.budget(mfu.quiz_run(), specs.get("h100-sxm"), "bf16")
 
 
 def achievable_mfu(device: str, dtype: str = "bf16") -> float:
-    """A device's own matmul efficiency on the quiz's layer shapes (x4lib.matmul) times the quiz budget's
+    """A device's own matmul efficiency on the quiz's layer shapes (x4lib.compute.matmul) times the quiz budget's
     non-matmul factor: everything but the matmuls is assumed to cost the same share on every device."""
-    from x4lib import mfu
-    return mfu.matmul_efficiency(mfu.quiz_run(), device, dtype) * quiz_budget().non_matmul_factor
+    from x4lib.training import mfu
+    return mfu.matmul_efficiency(mfu.quiz_run(), specs.get(device), dtype) * quiz_budget().non_matmul_factor
 
 
 def achievable_rows(devices, dtype: str = "bf16") -> list[dict]:
     """Per device: dense peak, matmul efficiency on the quiz's shapes, MFU (own matmul fraction × the same
     non-matmul factor), useful TFLOP/s per GPU, and the rank by peak and by useful rate."""
-    from x4lib import mfu
+    from x4lib.training import mfu
     run = mfu.quiz_run()
     factor = quiz_budget().non_matmul_factor
     rows = []
     for d in devices:
         peak = specs.get(d).peak_flop_per_s(dtype) / 1e12
-        e = mfu.matmul_efficiency(run, d, dtype)
+        e = mfu.matmul_efficiency(run, specs.get(d), dtype)
         rows.append({"device": d, "dense peak (TFLOP/s)": peak, "matmul efficiency": e, "MFU": e * factor,
                      "useful (TFLOP/s)": peak * e * factor,
                      "days": estimate_quiz(device=d, mfu=e * factor).wall_clock_days})
@@ -187,7 +187,7 @@ def days_curve_achievable(device: str, gpu_counts) -> list[float]:
 
 
 def budget_table():
-    from x4lib.tables import Col, table
+    from x4lib.book.tables import Col, table
     return table(quiz_budget().rows(), {"term": Col("where the time goes", wrap=True),
                                         "s per step": Col("per step", "s", "{:.2f}"),
                                         "share of step": Col("share of the step", fmt="{:.1%}"),
@@ -195,7 +195,7 @@ def budget_table():
 
 
 def achievable_table(devices):
-    from x4lib.tables import Col, table
+    from x4lib.book.tables import Col, table
     return table(achievable_rows(devices), {
         "device": "device", "dense peak (TFLOP/s)": Col("dense BF16 peak", "TFLOP/s", "{:,.0f}"),
         "matmul efficiency": Col("matmul efficiency", fmt="{:.0%}"), "MFU": Col("MFU", fmt="{:.0%}"),
@@ -207,7 +207,7 @@ def achievable_table(devices):
 def pue_overrides(which: str) -> dict:
     """Sourced overrides with the survey-average PUE (``survey``, economics.yaml defaults) or the hyperscale fleet
     figure (``hyperscale``, reference_points.pue_hyperscaler)."""
-    from x4lib import economics
+    from x4lib.training import economics
     over = sourced_overrides()
     if which == "hyperscale":
         over["pue"] = economics.sourced()["reference_points"]["pue_hyperscaler"]["value"]
@@ -229,7 +229,7 @@ SUMMARY_COLS = {
 
 
 def _cols(keys) -> dict:
-    from x4lib.tables import Col
+    from x4lib.book.tables import Col
     out = {}
     for k in keys:
         spec = SUMMARY_COLS.get(k, k)
@@ -239,14 +239,14 @@ def _cols(keys) -> dict:
 
 def scenario_table(rows: list[dict], keys=None):
     """Scenario rows (:func:`summary_row`) as a table: one row per scenario, units in the headers."""
-    from x4lib.tables import table
+    from x4lib.book.tables import table
     keys = list(keys or rows[0].keys())
     return table(rows, _cols(["scenario"] + [k for k in keys if k != "scenario"]))
 
 
 def estimate_table(est: TrainingEstimate, label: str = "estimate"):
     """One estimate as a two-column table (quantity with its unit, value), read top to bottom."""
-    from x4lib.tables import Col, fmt_value, table
+    from x4lib.book.tables import Col, fmt_value, table
     row = summary_row(label, est)
     rows = []
     for k, v in row.items():
@@ -258,7 +258,7 @@ def estimate_table(est: TrainingEstimate, label: str = "estimate"):
 
 def catalog_table(device_ids: list[str]):
     """Headline figures of catalog devices (dense rates; memory as the vendor states it; GB = 1e9 B)."""
-    from x4lib.tables import Col, table
+    from x4lib.book.tables import Col, table
     return table(specs.summary_rows(device_ids), {
         "id": "id", "name": Col("name", wrap=True), "BF16 dense (TFLOP/s)": Col("BF16 dense", "TFLOP/s", "{:,.0f}"),
         "FP8 dense (TFLOP/s)": Col("FP8 dense", "TFLOP/s", "{:,.0f}"),
@@ -267,11 +267,11 @@ def catalog_table(device_ids: list[str]):
 
 
 def givens_table():
-    from x4lib.tables import Col, table
+    from x4lib.book.tables import Col, table
     return table(givens_rows(), {"given": "given", "value": "value", "meaning": Col("meaning", wrap=True)})
 
 
 def sourced_table(device: str = "h100-sxm"):
-    from x4lib.tables import table
+    from x4lib.book.tables import table
     return table(sourced_rows(device), {"quantity": "quantity", "quiz given": "quiz given", "sourced": "sourced",
                                         "unit": "unit", "source": "source", "accessed": "accessed"})

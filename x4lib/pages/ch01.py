@@ -3,17 +3,18 @@ hierarchy (in ``x4lib.pages.ch01_memory``), the host's job in a GPU server,
 SIMT occupancy and divergence, the systolic-array simulator, Trainium / Gaudi / edge-NPU facts, one roofline for
 every architecture, and the matmul explorer.
 
-The models are ``x4lib.peaks``, ``x4lib.systolic``, ``x4lib.simt``, ``x4lib.host``, ``x4lib.bench`` (the
-hierarchy sweep) and ``x4lib.roofline``; the numbers are in the catalog and ``x4lib/data/facts/``. Everything
+The models are ``x4lib.catalog.peaks``, ``x4lib.compute.systolic``, ``x4lib.compute.simt``, ``x4lib.compute.host``, ``x4lib.harness.bench`` (the
+hierarchy sweep) and ``x4lib.compute.roofline``; the numbers are in the catalog and ``x4lib/data/facts/``. Everything
 measured here is labelled with the CPU as detected.
 """
 from __future__ import annotations
 
 import dataclasses
 
-from x4lib import facts, host, kernels, peaks, roofline as rl, simt, specs, systolic
+from x4lib.catalog import facts, peaks, specs
+from x4lib.compute import host, kernels, roofline as rl, simt, systolic
 from x4lib.pages.ch01_memory import Sweep, fmt_size, sweep_points
-from x4lib.tables import Col, fmt_value, md_text, sig, table, with_details
+from x4lib.book.tables import Col, fmt_value, md_text, sig, table, with_details
 
 # ------------------------------------------------------------------------------------------------ peaks
 
@@ -77,7 +78,7 @@ def flagged_rows() -> list[dict]:
 
 def flagged_table():
     """The flagged peaks, one row per device: computed / catalog for each dtype, and the recorded reason."""
-    from x4lib.tables import fmt_mapping
+    from x4lib.book.tables import fmt_mapping
     by_dev: dict = {}
     for r in flagged_rows():
         d = by_dev.setdefault(r["device"], {"device": r["device"], "ratios": {}, "reason": r["reason"]})
@@ -404,7 +405,7 @@ def measure_cpu_matmuls(sweep: Sweep, sizes=(256, 512, 1024, 2048), dtype: str =
     the sweep's read rate, with the most threads it ran, at its largest working set (a measurement, labelled)."""
     import torch
 
-    from x4lib import bench
+    from x4lib.harness import bench
     rows = [bench.matmul_row(torch, dtype, n, n, n, "cpu", warmup=2, repeats=5) for n in sizes]
     threads = max(sweep.rows)
     pts = sorted(sweep_points(sweep, threads), key=lambda p: p["x"])
@@ -495,7 +496,7 @@ def matmul_explorer():
     import matplotlib.pyplot as plt
     from IPython.display import display
 
-    from x4lib import plots
+    from x4lib.book import plots
     ids = [d.id for d in specs.load_catalog().values() if "memory_bw_gb_s" in d.values and d.dtypes()]
 
     def show(device, dtype, m, n, k):

@@ -1,13 +1,14 @@
 """Page helpers of chapter 01's memory hierarchy (book/01-cpu-vs-gpu-vs-tpu-vs-trn1.md): the cache sweep measured on
-the CPU that builds the book (``x4lib.bench``; labelled with the CPU as detected), its plateaus against the caches
+the CPU that builds the book (``x4lib.harness.bench``; labelled with the CPU as detected), its plateaus against the caches
 the system reports, and the H100's hierarchy and Little's law from sources (``x4lib/data/facts/``).
 """
 from __future__ import annotations
 
 import dataclasses
 
-from x4lib import facts, simt, specs
-from x4lib.tables import Col, md_text, table
+from x4lib.catalog import facts, specs
+from x4lib.compute import simt
+from x4lib.book.tables import Col, md_text, table
 
 # --------------------------------------------------------------------------------- memory hierarchy, here
 
@@ -25,7 +26,7 @@ def measure_hierarchy(threads=(1,), low_B: int = 4 * 2**10, high_B: int = 256 * 
 
     import torch
 
-    from x4lib import bench, device
+    from x4lib.harness import bench, device
     usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     sizes = bench.working_set_sizes(low_B, high_B, per_octave=2)
     rows = {t: bench.cache_sweep(torch, sizes, threads=t) for t in dict.fromkeys(threads) if t <= usable}

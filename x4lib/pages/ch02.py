@@ -1,14 +1,18 @@
 """Page helpers of chapter 02 (book/02-h100-and-h200.md): the tables, figure series, glue values and explorer of the
-H100/H200/Blackwell chapter. The models live in ``x4lib.specs`` (peaks from their basis), ``x4lib.formats``,
-``x4lib.inference``, ``x4lib.memory``, ``x4lib.nvlink`` and ``x4lib.mig``; this module only arranges their results
+H100/H200/Blackwell chapter. The models live in ``x4lib.catalog.specs`` (peaks from their basis), ``x4lib.catalog.formats``,
+``x4lib.serving.inference``, ``x4lib.training.memory``, ``x4lib.network.nvlink`` and ``x4lib.compute.mig``; this module only arranges their results
 for the page (display units at this edge: TFLOP/s, GB/s, GB = 1e9 B).
 """
 from __future__ import annotations
 
 import numpy as np
 
-from x4lib import formats, inference, memory, mig, nvlink, specs
-from x4lib.tables import Col, pivot, sig, table
+from x4lib.catalog import formats, specs
+from x4lib.serving import inference
+from x4lib.training import memory
+from x4lib.compute import mig
+from x4lib.network import nvlink
+from x4lib.book.tables import Col, pivot, sig, table
 
 GENERATIONS = ("a100-sxm-80gb", "h100-sxm", "b200", "b300", "gb300")
 HBM_DEVICES = ("a100-sxm-80gb", "h100-sxm", "h200-sxm", "b200", "b300", "gb300")
@@ -258,7 +262,7 @@ def cpu_fp8_matmul(n: int = 256) -> dict:
 
 def fp8_gpu_runs_markdown() -> str:
     """The committed GPU runs of an FP8 matmul (book/runs/fp8mm/*), or a sentence saying there are none."""
-    from x4lib import runs
+    from x4lib.harness import runs
     dirs = runs.committed_dirs("fp8mm")
     if not dirs:
         return ("No GPU run of the FP8 matmul is committed to this book yet, so the page shows no measured FP8 rate "
@@ -421,7 +425,7 @@ def training_fit_rows(models=TRAIN_MODELS, devices=PLAN_DEVICES) -> list[dict]:
         for gpus, zero, label in ((1, 0, "1 GPU"), (8, 3, "8 GPUs, ZeRO-3")):
             plan = _train_plan(m, gpus, zero)
             row = {"model": inference.get(m).name, "layout": label, "per GPU (GB)": plan.total_B / 1e9}
-            row.update({specs.get(d).name: "fits" if plan.total_B <= memory.capacity_B(d) else "no"
+            row.update({specs.get(d).name: "fits" if plan.total_B <= memory.capacity_B(specs.get(d)) else "no"
                         for d in devices})
             rows.append(row)
     return rows
@@ -449,10 +453,10 @@ def inference_fit_rows(models=INFER_MODELS, devices=PLAN_DEVICES, a=INFER_ASSUMP
             row = {"model": inference.get(m).name, "GPUs": gpus}
             for d in devices:
                 for wd in ("bf16", "fp8_e4m3"):
-                    plan = memory.inference_plan(m, d, gpus, a["context"], a["batch"], wd, "bf16",
+                    plan = memory.inference_plan(m, specs.get(d), gpus, a["context"], a["batch"], wd, "bf16",
                                                  a["workspace_fraction"])
                     key = f"{SHORT.get(d, d)} {wd.split('_')[0].upper()}"
-                    row[key] = "fits" if plan.total_B <= memory.capacity_B(d) else "no"
+                    row[key] = "fits" if plan.total_B <= memory.capacity_B(specs.get(d)) else "no"
             rows.append(row)
     return rows
 
@@ -477,7 +481,7 @@ def plan_bars(model: str = "llama3-70b", gpus_list=(8, 16, 32, 64), zero: int = 
         for k, v in p.per_gpu_bytes().items():
             if k in parts:
                 parts[k].append(v / 1e9)
-    lines = [(f"{short(d)} ({memory.capacity_B(d) / 1e9:.0f} GB)", memory.capacity_B(d) / 1e9)
+    lines = [(f"{short(d)} ({memory.capacity_B(specs.get(d)) / 1e9:.0f} GB)", memory.capacity_B(specs.get(d)) / 1e9)
              for d in PLAN_DEVICES]
     return labels, list(parts.items()), lines
 
@@ -593,7 +597,7 @@ def allgather_table(model: str = "llama3-70b", dtype: str = "bf16"):
 
 
 def nvlink_numbers() -> dict:
-    from x4lib import clusters
+    from x4lib.network import clusters
     n = nvlink.nvl72()
     g = {x.generation: x for x in nvlink.generations()}
     rows = {r["layout"]: r for r in allgather_rows()}
@@ -672,7 +676,7 @@ def decode_explorer():
 
     def show(model, device, weights, context, batch, gpus):
         s = inference.decode_step(model, device, batch, context, weights, gpus=gpus)
-        plan = memory.inference_plan(model, device, gpus, context, batch, weights)
+        plan = memory.inference_plan(model, specs.get(device), gpus, context, batch, weights)
         rows = [{"quantity": "tokens/s (upper bound, whole batch)", "value": f"{s.tokens_per_s:,.0f}"},
                 {"quantity": "bound", "value": s.bound},
                 {"quantity": "time per step (ms)", "value": f"{s.time_s * 1e3:.2f}"},
@@ -682,7 +686,7 @@ def decode_explorer():
                 {"quantity": "weights per GPU (GB)", "value": f"{plan.weights_B / 1e9:.1f}"},
                 {"quantity": "KV cache per GPU (GB)", "value": f"{plan.kv_cache_B / 1e9:.1f}"},
                 {"quantity": "workspace reserve per GPU (GB)", "value": f"{plan.workspace_B / 1e9:.1f}"},
-                {"quantity": "fits", "value": "yes" if plan.total_B <= memory.capacity_B(device) else "no"}]
+                {"quantity": "fits", "value": "yes" if plan.total_B <= memory.capacity_B(specs.get(device)) else "no"}]
         display(table(rows, {"quantity": "quantity", "value": "value"}))
 
     gpus_ok = [d.id for d in specs.load_catalog().values() if d.kind == "gpu" and "memory_gb" in d.values]

@@ -1,17 +1,18 @@
 """Page helpers of chapter 03 (book/03-interconnects-and-topology.md): the link hierarchy table, topology tables and
 scaling series, collective algorithms on the quiz cluster and a published 1,024-GPU check, the parallelism
 strategies' traffic, the quiz's step breakdown, the topo reader's tables and the explorer. The models are
-``x4lib.links``, ``x4lib.topology``, ``x4lib.collectives``, ``x4lib.parallelism`` and ``x4lib.topo``.
+``x4lib.network.links``, ``x4lib.network.topology``, ``x4lib.network.collectives``, ``x4lib.training.parallelism`` and ``x4lib.network.topo``.
 """
 from __future__ import annotations
 
 import dataclasses
-from pathlib import Path
 
-from x4lib import collectives, links, parallelism as par, topo, topology
-from x4lib.tables import Col, fmt_value, table
+from x4lib.network import collectives, links, topo, topology
+from x4lib.training import parallelism as par
+from x4lib.book.tables import Col, fmt_value, table
+from x4lib import paths
 
-ROOT = Path(__file__).resolve().parent.parent.parent
+ROOT = paths.REPO_ROOT
 TOPO_DIR = ROOT / "tests" / "data" / "topo"
 QUIZ_CLUSTER = "128x8-h100-ib400"
 QUIZ_MODEL = "llama3-70b"
@@ -163,7 +164,7 @@ def check_table():
 
 def check_series():
     """busbw_vs_size series: the model (dashed) and the 1,024-GPU measurement (hollow, cited)."""
-    from x4lib import sizes as sz
+    from x4lib.network import sizes as sz
     (chk,) = par.published_checks()
     clu = par.cluster(chk["cluster"])
     grid = [2 ** k for k in range(20, 35)]

@@ -1,6 +1,6 @@
 """Page helpers of chapter 04 (book/04-datacenter-economics.md): the power chain, owning against renting, the
 "60 % energy" test, reliability and goodput, storage, carbon, the cost of a token, and the one cost model with its
-explorer. The models are x4lib.datacenter, tco, reliability, storage, carbon, serving and runcost; the data are
+explorer. The models are x4lib.datacenter.facility, tco, reliability, storage, carbon, serving and runcost; the data are
 x4lib/data/datacenter.yaml and economics.yaml; the quiz's givens come from chapter 00 (x4lib/data/givens.yaml).
 """
 from __future__ import annotations
@@ -9,9 +9,12 @@ import functools
 import math
 from typing import Mapping
 
-from x4lib import carbon, economics, reliability, runcost, serving, specs, storage, tco
-from x4lib import datacenter as dc
-from x4lib.tables import Col, fmt_value, table
+from x4lib.datacenter import carbon, reliability, runcost, storage, tco
+from x4lib.training import economics
+from x4lib.serving import token_cost as serving
+from x4lib.catalog import specs
+from x4lib.datacenter import facility as dc
+from x4lib.book.tables import Col, fmt_value, table
 
 WATER_CP_J_PER_KG_K = 4186.0     # liquid water near 20 °C (textbook value)
 WATER_DENSITY_KG_PER_M3 = 1000.0
@@ -25,7 +28,7 @@ def quiz() -> Mapping:
 
 
 def quiz_run(**over) -> runcost.RunCost:
-    """The quiz run under the one cost model; ``over`` overrides any input of :func:`x4lib.runcost.run_cost`."""
+    """The quiz run under the one cost model; ``over`` overrides any input of :func:`x4lib.datacenter.runcost.run_cost`."""
     g = quiz()
     kw = {"dtype": g["dtype"], "mfu": g["mfu"], **over}
     params = kw.pop("params", g["params"])

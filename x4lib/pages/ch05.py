@@ -1,10 +1,10 @@
 """Page helpers of book/05-the-accelerator-landscape-2026.md: the landscape tables, the misleading-figure table,
-price-performance, the chooser's table and the two-chip explorer. The models live in x4lib.landscape and
-x4lib.choose; this module only arranges what the page shows."""
+price-performance, the chooser's table and the two-chip explorer. The models live in x4lib.catalog.landscape and
+x4lib.catalog.choose; this module only arranges what the page shows."""
 from __future__ import annotations
 
-from x4lib import choose, landscape, specs
-from x4lib.tables import Col, table, with_details
+from x4lib.catalog import choose, landscape, specs
+from x4lib.book.tables import Col, table, with_details
 
 #: the compact table: each vendor's newest shipping parts and the announced ones
 HEADLINE = ("gb300", "b300", "h200-sxm", "mi355x", "mi350x", "mi325x", "tpu7x", "tpu-v6e", "trn3", "gaudi3",

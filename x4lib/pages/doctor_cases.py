@@ -6,17 +6,18 @@ Each page cell is one line, e.g. in Lab 00::
     doctor_cases.run_markdown(this)          # the doctor on the run shown on the page
     doctor_cases.cases_table("lab00")        # the doctor on the stored real cases, beside what their sources say
 
-The findings come from ``x4lib.doctor`` (rules and sources in ``x4lib/data/doctor_rules.yaml``); nothing here adds
+The findings come from ``x4lib.doctor.diagnose`` (rules and sources in ``x4lib/data/doctor_rules.yaml``); nothing here adds
 a rule. Used in: book/lab-00-roofline.md, book/lab-01-collectives.md.
 """
 from __future__ import annotations
 
 from pathlib import Path
 
-from x4lib import doctor, rate_check
-from x4lib.tables import md_code, md_text
+from x4lib import paths
+from x4lib.doctor import diagnose as doctor, rate_check
+from x4lib.book.tables import md_code, md_text
 
-ROOT = Path(__file__).resolve().parent.parent.parent
+ROOT = paths.REPO_ROOT
 CASES_DIR = ROOT / "tests" / "data" / "doctor"
 NCCL_DIR = ROOT / "tests" / "data" / "nccl"
 
@@ -66,7 +67,7 @@ def _evidence_text(f: doctor.Finding) -> str:
 
 
 def _quantity(q: doctor.Quantity | None) -> str:
-    from x4lib.tables import fmt_value
+    from x4lib.book.tables import fmt_value
     return fmt_value(q.value, q.unit, fmt="{:,.4g}") if q else "—"
 
 
@@ -79,7 +80,7 @@ def report_rows(report: doctor.Report) -> list[dict]:
 
 def report_table(report: doctor.Report):
     """The findings of one doctor run as a book table (units inside the measured and expected cells)."""
-    from x4lib.tables import Col, table
+    from x4lib.book.tables import Col, table
     rows = report_rows(report)
     if not rows:
         rows = [{"severity": "—", "category": "—", "finding": "nothing wrong found", "evidence": "—",
@@ -106,7 +107,7 @@ def report_markdown(report: doctor.Report) -> str:
 
 
 def run_report(run) -> doctor.Report:
-    """The doctor on a lab run (an ``x4lib.runs.Run``, or a results.json mapping)."""
+    """The doctor on a lab run (an ``x4lib.harness.runs.Run``, or a results.json mapping)."""
     path = Path(getattr(run, "path", "") or "") / "results.json"
     if getattr(run, "path", None) and path.is_file():
         return doctor.diagnose_files([path])  # read as a file: the evidence names its lines
@@ -135,7 +136,7 @@ def case_rows(lab: str) -> list[dict]:
 
 def cases_table(lab: str):
     """The stored real cases of ``lab`` beside what the doctor says about each."""
-    from x4lib.tables import Col, table
+    from x4lib.book.tables import Col, table
     return table(case_rows(lab), {"case": Col("case", wrap=True),
                                   "source established": Col("source established", wrap=True),
                                   "source": "source", "the doctor says": Col("the doctor says", wrap=True)})

@@ -1,22 +1,23 @@
 """Page helpers of Lab 00 (book/lab-00-roofline.md): the views of a run that the page draws.
 
-A run (x4lib.runs.Run) stores shapes and raw times only; everything here is derived when the page is drawn: rates
-from times and ``x4lib.kernels``' FLOP and byte counts, the peak a run is judged against (the catalog's for a GPU;
+A run (x4lib.harness.runs.Run) stores shapes and raw times only; everything here is derived when the page is drawn: rates
+from times and ``x4lib.compute.kernels``' FLOP and byte counts, the peak a run is judged against (the catalog's for a GPU;
 cores × FLOP per cycle × the reported clock for a CPU), efficiencies, the gap table, others' published points
-(``x4lib.published``), the roofline prediction, and the lab's budget. The model's check against others'
+(``x4lib.catalog.published``), the roofline prediction, and the lab's budget. The model's check against others'
 measurements is ``x4lib.pages.lab00_model``. Runs of every results.json version load.
 """
 from __future__ import annotations
 
 import dataclasses
 import json
-from pathlib import Path
 
-from x4lib import kernels, matmul, published, specs
-from x4lib import roofline as rl
-from x4lib.runs import Run
+from x4lib.compute import kernels, matmul
+from x4lib.catalog import published, specs
+from x4lib.compute import roofline as rl
+from x4lib.harness.runs import Run
+from x4lib import paths
 
-CPU_UARCH_PATH = Path(__file__).resolve().parent.parent / "data" / "cpu_uarch.json"
+CPU_UARCH_PATH = paths.DATA_DIR / "cpu_uarch.json"
 SQUARE_SWEEP = tuple(2**i for i in range(6, 15))  # 64 .. 16384
 
 
@@ -239,7 +240,7 @@ def device_roofline(device_id: str, dtype: str) -> rl.Roofline:
 
 
 def predicted_points(device_id: str, dtype: str, sizes=SQUARE_SWEEP) -> list[dict]:
-    """The matmul model's prediction (x4lib.matmul) for square n³ matmuls on a catalog device: {x: FLOP/B,
+    """The matmul model's prediction (x4lib.compute.matmul) for square n³ matmuls on a catalog device: {x: FLOP/B,
     y: TFLOP/s}."""
     tg = device_target(device_id, dtype)
     eta = matmul.eta_for(tg.family.id)
@@ -324,7 +325,7 @@ def _roofline_tflops(roof: rl.Roofline, m: int, n: int, k: int) -> float:
 @dataclasses.dataclass(frozen=True)
 class GapRow:
     """One row of the gap table: the peak, what the roofline allows for the shape, what the matmul model predicts
-    (x4lib.matmul), and the measured best (ours or others'), all in TFLOP/s."""
+    (x4lib.compute.matmul), and the measured best (ours or others'), all in TFLOP/s."""
     device: str
     dtype: str
     peak_tflops: float
@@ -456,7 +457,8 @@ def roof_ratios() -> dict:
 
 def original_budget() -> dict:
     """The original module's lab budget (givens.yaml ``lab00_budget``): stated prices, not quotes."""
-    from x4lib import economics, specs
+    from x4lib.training import economics
+    from x4lib.catalog import specs
     return dict(specs.read_yaml(economics.GIVENS_PATH)["lab00_budget"])
 
 
@@ -465,7 +467,7 @@ def original_budget() -> dict:
 def rental_rows() -> list[dict]:
     """On-demand prices used for the lab budget (x4lib/data/economics.yaml) and other dated listings
     (x4lib/data/published.yaml), each with its source and the date of the copy read."""
-    from x4lib import economics
+    from x4lib.training import economics
     rows = [{"device": dev_id, "listing": "price used for the budget", "USD per GPU-hour": v["value"],
              "source": v["source"], "accessed": v["accessed"]}
             for dev_id, v in economics.sourced()["defaults"]["usd_per_gpu_hour"].items()]
@@ -479,7 +481,7 @@ def expected_sweep_s(params: dict, device_id: str) -> float:
     """Model prediction of the measuring time of a profile's sweep on a catalog device: for every dtype the device
     has and every shape, (warm-up + repeats) × the roofline time, plus the memory kernels at the datasheet
     bandwidth. A lower bound: launch overheads, allocation and set-up are not counted."""
-    from x4lib import bench
+    from x4lib.harness import bench
     dev = specs.get(device_id)
     calls = params["warmup"] + params["repeats"]
     total = 0.0
@@ -503,7 +505,7 @@ def roofline_explorer():
     import ipywidgets as w
     import matplotlib.pyplot as plt
 
-    from x4lib import plots
+    from x4lib.book import plots
     ids = [d.id for d in specs.load_catalog().values() if "memory_bw_gb_s" in d.values and d.dtypes()]
 
     def show(device, dtype):
@@ -526,7 +528,7 @@ def roofline_explorer():
 
 def summary_markdown(run: Run) -> str:
     """The paragraph about the run shown on the page, as Markdown (a cell's output: its numbers are computed)."""
-    from x4lib.tables import md_text as t
+    from x4lib.book.tables import md_text as t
     s = summary(run)  # every phrase escaped: a run's device name or warning is text, never markup
     peak_txt = (f"Its {t(s.dtype)} peak is {s.peak_gflops:,.0f} GFLOP/s ({t(s.peak_basis)})." if s.peak_gflops
                 else f"No {t(s.dtype)} peak is known for it ({t(s.peak_basis)}).")
@@ -537,11 +539,11 @@ def summary_markdown(run: Run) -> str:
 
 def warnings_markdown(run: Run) -> str:
     """The run's warnings as a Markdown list, each escaped (a run's text is never markup)."""
-    from x4lib.tables import md_text
+    from x4lib.book.tables import md_text
     return "\n".join(f"- {md_text(w)}" for w in warnings(run)) or "(no warnings)"
 
 
-PROFILES_DIR = Path(__file__).resolve().parent.parent.parent / "runners" / "profiles"
+PROFILES_DIR = paths.REPO_ROOT / "runners" / "profiles"
 
 
 def profile(name: str) -> dict:
@@ -552,7 +554,7 @@ def profile(name: str) -> dict:
 # ------------------------------------------------------------------------------------------------- tables
 
 def gap_table(runs, this: Run | None):
-    from x4lib.tables import Col, table
+    from x4lib.book.tables import Col, table
     return table(gap_rows(runs, this), {
         "device": Col("device", wrap=True), "dtype": "dtype", "peak (TFLOP/s)": Col("peak", "TFLOP/s", "{:,.4g}"),
         "peak source": "peak source", "shape": "shape",
@@ -563,7 +565,7 @@ def gap_table(runs, this: Run | None):
 
 
 def memory_table(runs=()):
-    from x4lib.tables import Col, table
+    from x4lib.book.tables import Col, table
     return table(memory_gaps(runs), {"device": Col("device", wrap=True), "kernel": Col("kernel", wrap=True),
                                      "datasheet (GB/s)": Col("datasheet", "GB/s", "{:,.0f}"),
                                      "measured (GB/s)": Col("measured", "GB/s", "{:,.1f}"),
@@ -572,7 +574,7 @@ def memory_table(runs=()):
 
 
 def rental_table():
-    from x4lib.tables import Col, table
+    from x4lib.book.tables import Col, table
     return table(rental_rows(), {"device": "device", "listing": Col("listing", wrap=True),
                                  "USD per GPU-hour": Col("price", "USD per GPU-hour", "{:.2f}"), "source": "source",
                                  "accessed": "accessed"})
@@ -585,7 +587,7 @@ def rental_table():
 
 
 def cpu_shape_table(run: Run, dtype: str = "fp32"):
-    from x4lib.tables import Col, table
+    from x4lib.book.tables import Col, table
     return table(cpu_shape_rows(run, dtype), {
         "shape": "shape", "measured / best measured": Col("measured / best measured", fmt="{:.2f}"),
         "model / best model": Col("model / best model", fmt="{:.2f}"), "model bound": "model: bound by"})

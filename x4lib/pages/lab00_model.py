@@ -1,7 +1,7 @@
 """Page helpers of Lab 00's model check (book/lab-00-roofline.md, "Checking the model against others'
 measurements" and "Shape dependence"): the matmul model's constants per family, the leave-one-device-out
 validation against published best-shape rates (table, figure series, summary) and the published shape sweeps
-against the model. Everything compared here was measured by others and is cited (``x4lib.published``).
+against the model. Everything compared here was measured by others and is cited (``x4lib.catalog.published``).
 """
 from __future__ import annotations
 
@@ -9,13 +9,14 @@ import dataclasses
 
 import numpy as np
 
-from x4lib import matmul, published, specs
+from x4lib.compute import matmul
+from x4lib.catalog import published, specs
 
 # ------------------------------------------------------------------------------- the matmul model, validated
 
 def family_rows() -> list[dict]:
     """The model's constants per family (x4lib/data/matmul.yaml) and the η calibrated now, for a table."""
-    from x4lib.tables import fmt_list
+    from x4lib.book.tables import fmt_list
     c = matmul.constants()
     rows = []
     for fam in c.families.values():
@@ -37,7 +38,7 @@ def family_rows() -> list[dict]:
 
 
 def validation_rows(use_clock: bool = True) -> list[dict]:
-    """Every published best-shape rate against the leave-one-device-out prediction (x4lib.matmul.leave_one_out)."""
+    """Every published best-shape rate against the leave-one-device-out prediction (x4lib.compute.matmul.leave_one_out)."""
     out = []
     for c in matmul.leave_one_out(use_clock):
         m = c.measurement
@@ -128,7 +129,7 @@ def sweep_checks() -> list[dict]:
 
 
 def family_table():
-    from x4lib.tables import Col, table
+    from x4lib.book.tables import Col, table
     return table(family_rows(), {
         "family": Col("family", wrap=True), "units": Col("parallel units", wrap=True), "tiles": Col("tiles", wrap=True),
         "sourced clocks": Col("sourced clocks", wrap=True), "t0 (µs)": Col("t₀", "µs", "{:.0f}"),
@@ -138,7 +139,7 @@ def family_table():
 
 def validation_table(use_clock: bool = True):
     """Per accelerator (compact), with every published rate and its prediction collapsed below."""
-    from x4lib.tables import Col, table, with_details
+    from x4lib.book.tables import Col, table, with_details
     compact = table(validation_by_device(use_clock), {
         "device": Col("device", wrap=True), "published rates": "published rates",
         "median |error|": Col("median |error|", fmt="{:.1%}"), "largest error": Col("largest error", fmt="{:+.1%}"),
@@ -154,7 +155,7 @@ def validation_table(use_clock: bool = True):
 
 def sweep_table():
     """Published sweeps measured by others against the model (the digitised sweep is left to the figure)."""
-    from x4lib.tables import Col, table
+    from x4lib.book.tables import Col, table
     rows = [r for r in sweep_checks() if not r["digitized"]]
     return table(rows, {"device": "device", "dtype": "dtype", "sizes": "square sizes",
                         "median |error|": Col("median |error|", fmt="{:.0%}"),

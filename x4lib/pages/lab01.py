@@ -1,5 +1,5 @@
-"""Page helpers of Lab 01 (book/lab-01-collectives.md): expected (NCCL's cost model, x4lib.collectives) against
-measured collectives, ours and others' (public nccl-tests logs read with x4lib.nccl_log), the model's validation
+"""Page helpers of Lab 01 (book/lab-01-collectives.md): expected (NCCL's cost model, x4lib.network.collectives) against
+measured collectives, ours and others' (public nccl-tests logs read with x4lib.network.nccl_log), the model's validation
 on every stored public log (x4lib/data/public_logs.yaml), and the busbw-against-size curves.
 
 A run stores the times it measured (every iteration of a measured run; the values printed in an imported log);
@@ -8,15 +8,17 @@ time statistics, algbw, busbw and the α–β fits are derived here when the pag
 from __future__ import annotations
 
 import statistics
-from pathlib import Path
 
 import math
 
-from x4lib import clusters, collectives as coll, fitting, nccl_log, nccl_tuner, published, sizes
-from x4lib.runs import Run
-from x4lib.tables import md_text
+from x4lib import paths
+from x4lib.network import clusters, collectives as coll, nccl_log, nccl_tests, nccl_tuner, sizes
+from x4lib.harness import fitting
+from x4lib.catalog import published
+from x4lib.harness.runs import Run
+from x4lib.book.tables import md_text
 
-ROOT = Path(__file__).resolve().parent.parent.parent
+ROOT = paths.REPO_ROOT
 LOG_DIR = published.LOG_DIR
 #: the lab's three sizes, as nccl-tests parses "-b 1M", "-b 100M", "-b 1G" (powers of two)
 LAB_SIZES = ("1M", "100M", "1G")
@@ -51,7 +53,7 @@ def place_stats(run_results: dict, collective: str, row: dict, variant: str = "i
         mean = statistics.fmean(times)
         algbw = row["size_bytes"] / (mean * 1e-6) / 1e9
         return {"time_us": mean, "time_us_median": statistics.median(times), "algbw_gb_s": algbw,
-                "busbw_gb_s": algbw * coll.busbw_factor(collective, run_results["nranks"]), "wrong": place.get("wrong")}
+                "busbw_gb_s": algbw * nccl_tests.busbw_factor(collective, run_results["nranks"]), "wrong": place.get("wrong")}
     return {"time_us": place["time_us"], "time_us_median": None, "algbw_gb_s": place["algbw_gb_s"],
             "busbw_gb_s": place["busbw_gb_s"], "wrong": place.get("wrong")}
 
@@ -152,7 +154,7 @@ def preset_rows() -> list[dict]:
     keep = ("nodes", "gpus_per_node", "intra_link", "intra_bw_gb_s_per_direction_per_gpu",
             "intra_nccl_gb_s_per_direction_per_gpu", "nics_per_node", "nic_link", "nic_bw_gb_s_per_direction",
             "ring_channels", "ring_gb_s_per_channel")
-    return [{"preset": cid, **{k: clusters.summary(clusters.get(cid))[k] for k in keep}} for cid in clusters.ids()]
+    return [{"preset": cid, **{k: coll.cluster_summary(clusters.get(cid))[k] for k in keep}} for cid in clusters.ids()]
 
 
 def read_public(name: str) -> nccl_log.ParsedLog:
@@ -244,7 +246,7 @@ def collective_explorer():
     import ipywidgets as w
     import matplotlib.pyplot as plt
 
-    from x4lib import plots
+    from x4lib.book import plots
 
     def show(cluster, collective, algorithm, protocol):
         try:
@@ -257,7 +259,7 @@ def collective_explorer():
         plt.show()
 
     return w.interactive(show, cluster=w.Dropdown(options=clusters.ids(), description="cluster"),
-                         collective=w.Dropdown(options=[c for c in coll.COLLECTIVES if c != "sendrecv"],
+                         collective=w.Dropdown(options=[c for c in nccl_tests.COLLECTIVES if c != "sendrecv"],
                                                value="all_reduce", description="collective"),
                          algorithm=w.Dropdown(options=["auto", "ring", "tree", "nvls"], value="auto",
                                               description="algorithm"),
@@ -423,7 +425,7 @@ def validation_points(rows: list[dict] | None = None) -> list[tuple[str, list[di
 def validation_table(rows: list[dict] | None = None):
     """Compact: measured/model per log (rows) and lab size (columns) for the logs the model describes; below it,
     collapsed, every row with measured and model busbw, the algorithm compared and the named cause."""
-    from x4lib.tables import Col, pivot, table, with_details
+    from x4lib.book.tables import Col, pivot, table, with_details
     rows = validation_rows() if rows is None else rows
     modelled = [r for r in rows if r["status"] != "not_modelled"]
     compact = pivot(modelled, index=("log", Col("log (theirs)", wrap=True)), columns="lab size",
@@ -440,7 +442,7 @@ def validation_table(rows: list[dict] | None = None):
 
 
 def kind_table(rows: list[dict] | None = None):
-    from x4lib.tables import Col, table
+    from x4lib.book.tables import Col, table
     return table(kind_summary(rows), {
         "cluster kind": Col("cluster kind", wrap=True), "logs": "logs", "counted": "counted",
         "median |error|, 128 MiB and more": Col("median |error|, rows of 128 MiB and more", fmt="{:.0%}"),
@@ -471,7 +473,7 @@ def protocol_rows() -> list[dict]:
 
 
 def protocols_table():
-    from x4lib.tables import Col, table
+    from x4lib.book.tables import Col, table
     return table(protocol_rows(), {
         "protocol": "protocol", "on the wire": Col("on the wire", wrap=True),
         "ring bandwidth factor": Col("ring bandwidth factor", fmt="{:.2f}"),
@@ -496,7 +498,7 @@ ALGORITHM_ROWS = (
 
 
 def algorithms_table():
-    from x4lib.tables import Col, table
+    from x4lib.book.tables import Col, table
     return table([{"algorithm": a, "how the data moves": how, "latency NCCL charges": lat, "algbw": bw}
                   for a, how, lat, bw in ALGORITHM_ROWS],
                  {"algorithm": "algorithm", "how the data moves": Col("how the data moves", wrap=True),
@@ -511,13 +513,13 @@ def choice_rows(cluster_id, collective: str = "all_reduce", algorithm: str | Non
 
 
 def choice_table(cluster_id, collective: str = "all_reduce", algorithm: str | None = None):
-    from x4lib.tables import table
+    from x4lib.book.tables import table
     return table(choice_rows(cluster_id, collective, algorithm))
 
 
 def two_node_rows(cluster_ids=("2x8-h100-ib400", "2x8-a100-ib200"), size_B: int = 2**30) -> list[dict]:
     """For each two-node preset: the NICs' line rate per node, the wire bounds of ring and two-node tree (busbw,
-    x4lib.collectives.wire_bound_busbw_Bps), and the model's busbw at ``size_B`` for the ring, the tree (as NCCL's
+    x4lib.network.collectives.wire_bound_busbw_Bps), and the model's busbw at ``size_B`` for the ring, the tree (as NCCL's
     tuner prices it) and its own choice. Display units (GB/s, per direction)."""
     out = []
     for cid in cluster_ids:
@@ -533,7 +535,7 @@ def two_node_rows(cluster_ids=("2x8-h100-ib400", "2x8-a100-ib200"), size_B: int 
 
 
 def two_node_table(cluster_ids=("2x8-h100-ib400", "2x8-a100-ib200"), size_B: int = 2**30):
-    from x4lib.tables import Col, table
+    from x4lib.book.tables import Col, table
     g = "{:,.0f}"
     return table(two_node_rows(cluster_ids, size_B), {
         "cluster": "cluster", "NICs' line rate (GB/s)": Col("NICs' line rate per node", "GB/s", g),
@@ -560,7 +562,7 @@ def targets_markdown(report: dict) -> str:
 def describe_sweep(sizes_B: list[int]) -> str:
     """The sizes an nccl-tests command runs, in the words the page's ``# runs ...`` comments use: ``1 MiB`` for one
     size, ``8 B to 8 GiB, ×2, 31 sizes`` for a factor sweep, ``... in steps of 1 MiB, N sizes`` for an additive one
-    (x4lib.sizes.nccl_tests_sizes gives the list)."""
+    (x4lib.network.sizes.nccl_tests_sizes gives the list)."""
     if len(sizes_B) == 1:
         return sizes.label(sizes_B[0])
     first, last, n = sizes.label(sizes_B[0]), sizes.label(sizes_B[-1]), len(sizes_B)
@@ -614,7 +616,7 @@ COMMAND_FLAGS = (
 
 def command_flags_table():
     """Every flag the lab's commands print, what it does, and where that is stated."""
-    from x4lib.tables import Col, table
+    from x4lib.book.tables import Col, table
     return table([{"command": c, "flag": f, "what it does": w, "source": src or "—"} for c, f, w, src in COMMAND_FLAGS],
                  {"command": "command", "flag": "flag", "what it does": Col("what it does", wrap=True),
                   "source": "source"})
@@ -623,7 +625,7 @@ def command_flags_table():
 # ------------------------------------------------------------------------------------------------- tables
 
 def _cols():
-    from x4lib.tables import Col
+    from x4lib.book.tables import Col
     return {"cluster": "cluster", "size": "size", "lab size": "lab size", "run row": "run row", "log row": "log row",
             "time (µs)": Col("time", "µs", "{:,.1f}"), "algbw (GB/s)": Col("algbw", "GB/s", "{:,.1f}"),
             "busbw (GB/s)": Col("busbw", "GB/s", "{:,.1f}"), "algorithm": "algorithm",
@@ -637,7 +639,7 @@ def _cols():
 
 
 def _table(rows: list[dict]):
-    from x4lib.tables import table
+    from x4lib.book.tables import table
     cols = _cols()
     return table(rows, {k: cols[k] for k in rows[0] if k in cols})
 
@@ -654,7 +656,7 @@ def vs_table(rows: list[dict]):
 
 def presets_table():
     """Every cluster preset's parameters (per direction; GB/s = 1e9 B/s) and NCCL's ring graph on it."""
-    from x4lib.tables import Col, table
+    from x4lib.book.tables import Col, table
     return table(preset_rows(), {
         "preset": "preset", "nodes": "nodes", "gpus_per_node": "GPUs per node",
         "intra_link": Col("intra-node link", wrap=True),
@@ -666,7 +668,7 @@ def presets_table():
 
 
 def fits_table(rows: list[dict]):
-    from x4lib.tables import Col, table
+    from x4lib.book.tables import Col, table
     return table(rows, {"fit of": Col("fit of", wrap=True), "α (µs)": Col("α", "µs", "{:,.1f}"),
                         "1/β (GB/s, algbw)": Col("1/β (algbw)", "GB/s", "{:,.1f}"),
                         "relative RMS residual": Col("relative RMS residual", fmt="{:.0%}"), "points": "points"})
@@ -674,7 +676,7 @@ def fits_table(rows: list[dict]):
 
 def run_table(results: dict):
     """A run at a glance: busbw per collective × size, and every row in a collapsed table below it."""
-    from x4lib.tables import Col, pivot, table, with_details
+    from x4lib.book.tables import Col, pivot, table, with_details
     rows = run_rows(results)
     busbw = Col("busbw", "GB/s", "{:,.3g}")
     return with_details(pivot(rows, index=("collective", "collective"), columns="size", values={"busbw (GB/s)": busbw}),

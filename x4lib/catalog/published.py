@@ -1,0 +1,83 @@
+"""Measurements published by others, and dated rental listings (``x4lib/data/published.yaml``).
+
+Others' numbers are never mixed with ours: pages draw them hollow and cite them (``source`` is a key of
+book/references.bib). Every record names what was run, by whom, and the date of the stored copy read.
+Also the public nccl-tests / rccl-tests logs stored under tests/data/nccl/ and the cluster each ran on
+(``x4lib/data/public_logs.yaml``, validated against ``x4lib/schemas/public_logs.schema.json``): the input of the
+collective model's validation in Lab 01.
+Used in: book/lab-00-roofline.md, book/lab-01-collectives.md.
+"""
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+from x4lib import paths
+
+PUBLISHED_PATH = paths.DATA_DIR / "published.yaml"
+PUBLIC_LOGS_PATH = paths.DATA_DIR / "public_logs.yaml"
+PUBLIC_LOGS_SCHEMA = paths.SCHEMA_DIR / "public_logs.schema.json"
+LOG_DIR = paths.REPO_ROOT / "tests" / "data" / "nccl"
+
+
+class PublicLogsError(ValueError):
+    """public_logs.yaml breaks a rule (a broken data file of the book: exit 1); the message names the entry."""
+    exit_code = 1
+
+
+@functools.lru_cache(maxsize=1)
+def load() -> dict:
+    """The whole file, dates as ISO strings."""
+    from x4lib.catalog import specs
+    return specs.read_yaml(Path(PUBLISHED_PATH))
+
+
+def measurements(device: str | None = None, kind: str | None = None, dtype: str | None = None) -> list[dict]:
+    """Published measurements, filtered by catalog id, kind (``matmul``, ``memory_bw``) and dtype (in the book's
+    vocabulary: ``fp8`` in the file means ``fp8_e4m3``)."""
+    from x4lib.catalog import specs
+    out = []
+    for m in load().get("measurements", []):
+        d = specs.normalize_dtype(m["dtype"]) if m.get("dtype") else None
+        if (device and m["device"] != device) or (kind and m["kind"] != kind) or (dtype and d != dtype):
+            continue
+        out.append({**m, "dtype": d} if d else m)
+    return out
+
+
+def rentals(catalog_id: str | None = None) -> list[dict]:
+    """Dated on-demand rental listings (a snapshot each, not a quote)."""
+    return [r for r in load().get("rental", []) if catalog_id in (None, r["catalog_id"])]
+
+
+@functools.lru_cache(maxsize=2)
+def public_logs(path: Path = PUBLIC_LOGS_PATH) -> dict:
+    """Every stored public log (file name -> its entry), validated: JSON Schema, a catalog device, a stored file."""
+    from x4lib.catalog import specs
+    data = specs.load_document(path, PUBLIC_LOGS_SCHEMA, PublicLogsError)
+    for name, entry in data["logs"].items():
+        try:
+            specs.get(entry["cluster"]["device"])
+        except specs.UnknownDeviceError as exc:
+            raise PublicLogsError(f"{Path(path).name}: {name}: {exc}") from None
+        if entry["cluster"]["nodes"] > 1 and entry["status"] != "not_modelled" and \
+                not {"network", "nics_per_node", "nic_gbit_s"} <= set(entry["cluster"]):
+            raise PublicLogsError(f"{Path(path).name}: {name}: a multi-node cluster needs network, nics_per_node "
+                                  f"and nic_gbit_s")
+    return data["logs"]
+
+
+def log_cluster(name: str):
+    """The :class:`x4lib.network.clusters.Cluster` a stored log ran on, as public_logs.yaml describes it (intra-node line
+    rate from the catalog); None for a log the model does not describe (status not_modelled)."""
+    from x4lib.network import clusters
+    from x4lib.catalog import specs
+    entry = public_logs()[name]
+    if entry["status"] == "not_modelled":
+        return None
+    c = entry["cluster"]
+    line = specs.get(c["device"]).si("scaleup_bw_gb_s_per_direction")
+    cluster = clusters.custom_cluster(
+        c["nodes"], c["gpus_per_node"], line, c.get("nics_per_node", 0), c.get("nic_gbit_s", 0) * 1e9 / 8,
+        arch=clusters.arch_of(c["device"], name), cpu=c["cpu"], nvls=c["nvls"],
+        network=c.get("network", "infiniband"), cluster_id=name)
+    return cluster

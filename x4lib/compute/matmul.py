@@ -1,0 +1,630 @@
+"""The achievable rate of one matmul: C[m,n] = A[m,k]·B[k,n] in a precision d on a catalog device, predicted from
+named mechanisms, with constants per architecture family (``x4lib/data/matmul.yaml``, each sourced).
+
+Model (units in brackets; F = 2·m·n·k FLOP, ``x4lib.compute.kernels``):
+
+    tiles        T = ⌈m/Tm⌉·⌈n/Tn⌉                     tile quantisation: a partial tile costs a whole one
+    waves        W = ⌈T/U⌉                              wave quantisation over U units (SMs, CUs, MMEs, MXUs, cores)
+    compute      t_c = W · 2·Tm·Tn·k / (η · r · P/U)     [s]  P: dense peak [FLOP/s] from the catalog,
+                                                              r = f_sustained / f_peak (where a source gives it),
+                                                              η: the family's calibrated efficiency
+    memory       t_m = (m·k + k·n + m·n)·b / B           [s]  the roofline's memory time, B [B/s] from the catalog
+    time         t = max(t_L, t₀ + max(t_c, t_m))        [s]  t₀: fixed per-call start-up and tail on the device,
+                                                              t_L: the host's launch time per call, a floor for
+                                                              calls queued back to back (GPUs; none on a CPU)
+    rate         R = F / t                               [FLOP/s];  efficiency R / P
+
+The library is assumed to pick, among its family's tiles (both orientations), the one with the least t. ``bound``
+names the largest term: ``compute`` (t_c), ``memory`` (t_m) or ``overhead`` (t₀, or the launch floor t_L).
+
+Only η is calibrated: per family, as the median over the family's devices of the η that reproduces each device's
+published best-shape rates (``x4lib/data/published.yaml``, kind matmul), and never from one device alone (a family
+with fewer than ``min_devices`` measured devices takes the median over the other families' devices).
+:func:`leave_one_out` recomputes η without the held-out device and predicts it.
+
+Sources: tile and wave quantisation (nvidia-dl-perf-matmul), tiles per family (cutlass-library,
+semianalysis-microbench-blackwell, amd-maf-part2-2025, jax-scaling-book-tpus), sustained clocks
+(amd-maf-part2-2025; Gaudi 3's shipping clock: stas00-ml-engineering-accelerators), start-up cost
+(amd-maf-part1-2025), host launch time (meta-hta-launch-stats). Used in: book/lab-00-roofline.md (validation), book/00-motivation.md (achievable rates).
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+import re
+import statistics
+from pathlib import Path
+from types import MappingProxyType
+from typing import Iterable, Mapping
+
+import numpy as np
+
+from x4lib.compute import kernels
+from x4lib.catalog import specs
+from x4lib import paths
+
+MATMUL_PATH = specs.DATA_DIR / "matmul.yaml"
+SCHEMA_PATH = paths.SCHEMA_DIR / "matmul.schema.json"
+UNIT_TO_S = {"us": 1e-6}
+#: the η search range when a published rate is inverted (above 1.5 the measurement beats the model's roof)
+ETA_RANGE = (0.02, 1.5)
+
+
+class MatmulDataError(ValueError):
+    """matmul.yaml (or a matmul row of published.yaml) breaks a rule; the message names the file and field.
+    A broken data file is the book's fault: exit code 1."""
+    exit_code = 1
+
+
+class NoModelError(ValueError):
+    """The device is in the catalog but no family of the matmul model covers it (exit 2)."""
+
+
+# ----------------------------------------------------------------------------------------------- the data
+
+@dataclasses.dataclass(frozen=True)
+class Clock:
+    """A sourced clock for (device, dtype): the clock sustained (or shipped) against the clock the peak assumes."""
+    device: str
+    dtype: str
+    sustained_hz: float
+    kind: str
+    source: str
+    note: str
+
+
+@dataclasses.dataclass(frozen=True)
+class Family:
+    id: str
+    name: str
+    unit_name: str
+    overhead_s: float
+    overhead_source: str
+    launch_floor_s: float
+    devices: Mapping[str, Mapping]
+    tiles: Mapping[str, tuple[tuple[int, int], ...]]
+    tile_sources: Mapping[str, str]
+    tiles_modelled: bool
+    clocks: tuple[Clock, ...]
+    uncalibrated_eta: float | None
+
+    def tiles_for(self, dtype: str) -> tuple[tuple[int, int], ...]:
+        return self.tiles.get(dtype, self.tiles["default"])
+
+
+@dataclasses.dataclass(frozen=True)
+class Constants:
+    model_version: int
+    min_devices: int
+    families: Mapping[str, Family]
+
+    def family_of(self, device_id: str) -> Family:
+        for fam in self.families.values():
+            if device_id in fam.devices:
+                return fam
+        covered = sorted(d for f in self.families.values() for d in f.devices)
+        raise NoModelError(f"no matmul model for device {device_id!r} (no architecture family in "
+                           f"{MATMUL_PATH.name} covers it); modelled devices: {', '.join(covered)}")
+
+
+def _validate(doc: dict, origin: str) -> None:
+    specs.check_document(doc, SCHEMA_PATH, origin, MatmulDataError)
+
+
+@functools.lru_cache(maxsize=2)
+def constants(path: Path = MATMUL_PATH) -> Constants:
+    """Load and validate the model's data file (schema, finite numbers, catalog ids, overhead names)."""
+    origin = Path(path).name
+    doc = specs.read_yaml(path, MatmulDataError)
+    if not isinstance(doc, dict):
+        raise MatmulDataError(f"{origin}: expected a mapping with schema_version, calibration, overheads, families")
+    _validate(doc, origin)
+    catalog = specs.load_catalog()
+    families, seen = {}, {}
+    for fid, raw in doc["families"].items():
+        where = f"{origin}: families/{fid}"
+        ov = doc["overheads"].get(raw["overhead"])
+        floor = doc["overheads"].get(raw.get("launch_floor", raw["overhead"]))
+        for key in ("overhead", "launch_floor"):
+            if key in raw and raw[key] not in doc["overheads"]:
+                raise MatmulDataError(f"{where}/{key}: {raw[key]!r} is not one of: {', '.join(doc['overheads'])}")
+        for dev_id, u in raw["devices"].items():
+            if dev_id not in catalog:
+                raise MatmulDataError(f"{where}/devices/{dev_id}: not a catalog id")
+            if dev_id in seen:
+                raise MatmulDataError(f"{where}/devices/{dev_id}: already in family {seen[dev_id]}")
+            seen[dev_id] = fid
+            if u["units"] == "catalog" and not catalog[dev_id].peak_basis:
+                raise MatmulDataError(f"{where}/devices/{dev_id}/units: 'catalog', but the catalog record has no "
+                                      f"peak_basis; give the count with its source")
+        clocks = []
+        for i, c in enumerate(raw.get("clocks", [])):
+            if c["device"] not in raw["devices"]:
+                raise MatmulDataError(f"{where}/clocks/{i}/device: {c['device']!r} is not a device of this family")
+            clocks += [Clock(c["device"], d, c["sustained_mhz"] * 1e6, c.get("kind", "sustained"), c["source"],
+                             c["note"]) for d in c["dtypes"]]
+        tiles = {k: tuple(tuple(t) for t in v["tiles"]) for k, v in raw["tiles"].items()}
+        families[fid] = Family(
+            id=fid, name=raw["name"], unit_name=raw["unit_name"],
+            overhead_s=ov["value"] * UNIT_TO_S[ov["unit"]], overhead_source=ov["source"],
+            launch_floor_s=floor["value"] * UNIT_TO_S[floor["unit"]] if "launch_floor" in raw else 0.0,
+            devices=MappingProxyType({k: MappingProxyType(v) for k, v in raw["devices"].items()}),
+            tiles=MappingProxyType(tiles),
+            tile_sources=MappingProxyType({k: v.get("source", "not modelled") for k, v in raw["tiles"].items()}),
+            tiles_modelled=raw["tiles"]["default"].get("modelled", True),
+            clocks=tuple(clocks), uncalibrated_eta=raw.get("uncalibrated_eta"))
+    return Constants(doc["model_version"], doc["calibration"]["min_devices"], MappingProxyType(families))
+
+
+def sources_used() -> set[str]:
+    """Every bibliography key matmul.yaml cites (checked against references.bib in the tests)."""
+    doc = specs.read_yaml(MATMUL_PATH, MatmulDataError)
+    keys: set[str] = set()
+
+    def walk(o):
+        if isinstance(o, dict):
+            if isinstance(o.get("source"), str):
+                keys.add(o["source"])
+            for v in o.values():
+                walk(v)
+        elif isinstance(o, list):
+            for v in o:
+                walk(v)
+    walk(doc)
+    return keys
+
+
+# ---------------------------------------------------------------------------------------------- a target
+
+@dataclasses.dataclass(frozen=True)
+class Target:
+    """What the model needs about one machine and precision, in SI: dense peak [FLOP/s], memory bandwidth [B/s],
+    parallel units, the clock ratio r = f_sustained / f_peak (1 where no source gives it), and its family."""
+    name: str
+    dtype: str
+    peak_flop_per_s: float
+    memory_bw_Bps: float
+    units: int
+    family: Family
+    clock_ratio: float = 1.0
+    clock_basis: str = "no sustained clock published: r = 1 (η carries the clock)"
+    peak_field: str = ""
+    peak_source: str = ""
+
+
+def _units(dev: specs.Device, fam: Family) -> int:
+    u = fam.devices[dev.id]["units"]
+    return int(dev.peak_basis["units"]) if u == "catalog" else int(u)
+
+
+def clock_for(device_id: str, dtype: str) -> Clock | None:
+    """The sourced clock of (device, dtype), if the data file has one."""
+    fam = constants().family_of(device_id)
+    return next((c for c in fam.clocks if c.device == device_id and c.dtype == dtype), None)
+
+
+def peak_clock_hz(dev: specs.Device) -> float | None:
+    """The clock the catalog's peak assumes (its peak_basis), if recorded."""
+    return dev.peak_basis["clock_mhz"] * 1e6 if dev.peak_basis else None
+
+
+def target(device: specs.Device | str, dtype: str, *, use_clock: bool = True) -> Target:
+    """The model's view of a catalog device in ``dtype``. ``use_clock=False`` ignores a sourced sustained clock
+    (r = 1), to see what it is worth."""
+    dev = specs.get(device) if isinstance(device, str) else device
+    dtype = specs.normalize_dtype(dtype)
+    fam = constants().family_of(dev.id)
+    field = dev.peak_field(dtype)
+    if "memory_bw_gb_s" not in dev.values:
+        raise NoModelError(f"device {dev.id} has no published memory bandwidth")
+    r, basis = 1.0, "no sustained clock published: r = 1 (η carries the clock)"
+    clk = clock_for(dev.id, dtype)
+    if clk and use_clock:
+        f_peak = peak_clock_hz(dev)
+        if f_peak is None:
+            raise MatmulDataError(f"{MATMUL_PATH.name}: {dev.id} has a sourced clock but its catalog record has no "
+                                  f"peak_basis clock to compare it with")
+        r = clk.sustained_hz / f_peak
+        basis = (f"{clk.kind} clock {clk.sustained_hz / 1e6:.0f} MHz against the {f_peak / 1e6:.0f} MHz the peak "
+                 f"assumes ({clk.source})")
+    return Target(dev.id, dtype, dev.values[field].si, dev.memory_bw_Bps, _units(dev, fam), fam, r, basis, field,
+                  dev.values[field].source)
+
+
+def cpu_target(name: str, dtype: str, peak_flop_per_s: float, memory_bw_Bps: float, cores: int) -> Target:
+    """A CPU that is not a catalog device (e.g. the machine that builds the book): peak and bandwidth as the caller
+    measured or computed them, the ``cpu`` family's constants."""
+    if not (peak_flop_per_s > 0 and memory_bw_Bps > 0 and cores >= 1):
+        raise ValueError("peak and bandwidth must be > 0 and cores >= 1")
+    return Target(name, specs.normalize_dtype(dtype), peak_flop_per_s, memory_bw_Bps, int(cores),
+                  constants().families["cpu"], peak_field="computed", peak_source="")
+
+
+# ------------------------------------------------------------------------------------------ the prediction
+
+@dataclasses.dataclass(frozen=True)
+class Eta:
+    """η and where it came from: ``family`` (median over the family's devices), ``other families`` (the family has
+    too few measured devices) or ``uncalibrated`` (no measurement; the family's stated value)."""
+    value: float
+    how: str
+    devices: tuple[str, ...]
+
+    def text(self) -> str:
+        if self.how == "uncalibrated":
+            return f"η = {self.value:.2f}, not calibrated (no published measurement for this family)"
+        return (f"η = {self.value:.3f}, median over {len(self.devices)} device(s) of the "
+                f"{'same family' if self.how == 'family' else 'other families'}: {', '.join(self.devices)}")
+
+
+@dataclasses.dataclass(frozen=True)
+class Prediction:
+    """The model's answer for one shape (SI inside; ``to_json`` converts at the edge)."""
+    target: Target
+    m: int
+    n: int
+    k: int
+    tile: tuple[int, int]
+    tiles: int
+    waves: int
+    eta: Eta
+    t_compute_s: float
+    t_memory_s: float
+    overhead_s: float
+    launch_floor_s: float = 0.0
+
+    @property
+    def flop(self) -> int:
+        return kernels.matmul_flop(self.m, self.n, self.k)
+
+    @property
+    def time_s(self) -> float:
+        return max(self.launch_floor_s, self.overhead_s + max(self.t_compute_s, self.t_memory_s))
+
+    @property
+    def rate_flop_per_s(self) -> float:
+        return self.flop / self.time_s
+
+    @property
+    def efficiency(self) -> float:
+        """Predicted rate / dense peak."""
+        return self.rate_flop_per_s / self.target.peak_flop_per_s
+
+    @property
+    def wave_efficiency(self) -> float:
+        """Useful share of the work the waves of tiles pay for: m·n / (W·U·Tm·Tn)."""
+        tm, tn = self.tile
+        return self.m * self.n / (self.waves * self.target.units * tm * tn)
+
+    @property
+    def bound(self) -> str:
+        biggest = max(self.t_compute_s, self.t_memory_s)
+        if self.overhead_s > biggest or self.launch_floor_s >= self.overhead_s + biggest:
+            return "overhead"
+        return "compute" if self.t_compute_s >= self.t_memory_s else "memory"
+
+    def to_json(self) -> dict:
+        t = self.target
+        return {
+            "device": t.name, "dtype": t.dtype, "m": self.m, "n": self.n, "k": self.k,
+            "peak_tflops": t.peak_flop_per_s / 1e12, "predicted_tflops": self.rate_flop_per_s / 1e12,
+            "efficiency": self.efficiency, "bound": self.bound,
+            "basis": {
+                "model_version": constants().model_version, "family": t.family.id, "unit_name": t.family.unit_name,
+                "units": t.units, "tile": list(self.tile), "tiles": self.tiles, "waves": self.waves,
+                "wave_efficiency": self.wave_efficiency, "clock_ratio": t.clock_ratio, "clock_basis": t.clock_basis,
+                "eta": self.eta.value, "eta_basis": self.eta.text(), "overhead_us": self.overhead_s * 1e6,
+                "launch_floor_us": self.launch_floor_s * 1e6,
+                "t_compute_us": self.t_compute_s * 1e6, "t_memory_us": self.t_memory_s * 1e6,
+                "time_us": self.time_s * 1e6, "memory_bw_gb_s": t.memory_bw_Bps / 1e9,
+                "peak_field": t.peak_field, "peak_source": t.peak_source,
+            },
+        }
+
+
+def _check_shape(m, n, k) -> None:
+    for name, v in (("m", m), ("n", n), ("k", k)):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
+            raise ValueError(f"shape: {name} must be a whole number >= 1, got {v!r}")
+
+
+def _candidates(fam: Family, dtype: str) -> tuple[tuple[int, int], ...]:
+    out = []
+    for tm, tn in fam.tiles_for(dtype):
+        for t in ((tm, tn), (tn, tm)):
+            if t not in out:
+                out.append(t)
+    return tuple(out)
+
+
+def predict_target(tg: Target, m: int, n: int, k: int, eta: Eta) -> Prediction:
+    """The model for one shape on a :class:`Target` with a given η (see the module docstring)."""
+    _check_shape(m, n, k)
+    b = kernels.DTYPE_BYTES[tg.dtype]
+    per_unit = eta.value * tg.clock_ratio * tg.peak_flop_per_s / tg.units
+    t_mem = kernels.matmul_bytes(m, n, k, b) / tg.memory_bw_Bps
+    best = None
+    for tm, tn in _candidates(tg.family, tg.dtype):
+        tiles = math.ceil(m / tm) * math.ceil(n / tn)
+        waves = math.ceil(tiles / tg.units)
+        t_c = waves * 2.0 * tm * tn * k / per_unit
+        if best is None or max(t_c, t_mem) < max(best[3], t_mem):
+            best = ((tm, tn), tiles, waves, t_c)
+    tile, tiles, waves, t_c = best
+    return Prediction(tg, int(m), int(n), int(k), tile, tiles, waves, eta, t_c, t_mem, tg.family.overhead_s,
+                      tg.family.launch_floor_s)
+
+
+def predict(device: specs.Device | str, dtype: str, m: int, n: int, k: int, *, exclude: Iterable[str] = (),
+            use_clock: bool = True) -> Prediction:
+    """Predicted rate of an m×n×k matmul in ``dtype`` on a catalog device, with η calibrated without the devices in
+    ``exclude`` (the leave-one-out validation passes the held-out device)."""
+    tg = target(device, dtype, use_clock=use_clock)
+    return predict_target(tg, m, n, k, eta_for(tg.family.id, frozenset(exclude)))
+
+
+def best_target(tg: Target, eta: Eta, max_dim: int = 16384, step: int = 256) -> Prediction:
+    """The model's best shape on a grid m, n, k ∈ {step, 2·step, ..., max_dim} (as stas00's mamf-finder searches)."""
+    if step < 1 or max_dim < step:
+        raise ValueError(f"the search grid needs 1 <= step <= max_dim, got step {step} and max_dim {max_dim}")
+    g = np.arange(step, max_dim + 1, step, dtype=np.float64)
+    m, n, k = np.meshgrid(g, g, g, indexing="ij")
+    b = kernels.DTYPE_BYTES[tg.dtype]
+    per_unit = eta.value * tg.clock_ratio * tg.peak_flop_per_s / tg.units
+    t_mem = (m * k + k * n + m * n) * b / tg.memory_bw_Bps
+    best_t = None
+    for tm, tn in _candidates(tg.family, tg.dtype):
+        waves = np.ceil(np.ceil(m / tm) * np.ceil(n / tn) / tg.units)
+        t = np.maximum(waves * 2.0 * tm * tn * k / per_unit, t_mem)
+        best_t = t if best_t is None else np.minimum(best_t, t)
+    rate = 2.0 * m * n * k / np.maximum(tg.family.launch_floor_s, tg.family.overhead_s + best_t)
+    i = np.unravel_index(int(np.argmax(rate)), rate.shape)
+    return predict_target(tg, int(m[i]), int(n[i]), int(k[i]), eta)
+
+
+def best(device: specs.Device | str, dtype: str, *, max_dim: int = 16384, step: int = 256,
+         exclude: Iterable[str] = ()) -> Prediction:
+    """The model's best shape and rate for a catalog device (see :func:`best_target`)."""
+    tg = target(device, dtype)
+    return best_target(tg, eta_for(tg.family.id, frozenset(exclude)), max_dim, step)
+
+
+# ------------------------------------------------------------------------------------------- calibration
+
+@dataclasses.dataclass(frozen=True)
+class Measurement:
+    """One published best-shape matmul rate on a modelled catalog device (x4lib/data/published.yaml)."""
+    id: str
+    device: str
+    dtype: str
+    rate_flop_per_s: float
+    shape: tuple[int, int, int] | None
+    square_sizes: tuple[int, ...]
+    method: str
+    search: str
+    source: str
+    system: str
+
+    @property
+    def shape_text(self) -> str:
+        if self.shape:
+            return "×".join(str(x) for x in self.shape)
+        return "best of " + ", ".join(f"{s}³" for s in self.square_sizes)
+
+
+@functools.lru_cache(maxsize=1)
+def measurements() -> tuple[Measurement, ...]:
+    """Every published matmul rate on a device the model covers, in a dtype the device has (checked: finite
+    positive rate, whole positive shape, a known timing method)."""
+    from x4lib.catalog import published
+    doc = published.load()
+    methods = doc.get("matmul_methods", {})
+    fams = constants()
+    out = []
+    for row in published.measurements(kind="matmul"):
+        where = f"{published.PUBLISHED_PATH.name}: {row.get('id', '?')}"
+        try:
+            fams.family_of(row["device"])
+        except NoModelError:
+            continue
+        v = row.get("value")
+        if not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0 or row.get("unit") != "TFLOP/s":
+            raise MatmulDataError(f"{where}: value must be a finite rate > 0 in TFLOP/s")
+        shape = row.get("shape")
+        if shape is not None:
+            dims = tuple(shape.get(x) for x in "mnk")
+            if not all(isinstance(d, int) and d >= 1 for d in dims):
+                raise MatmulDataError(f"{where}: shape must have whole m, n, k >= 1")
+        squares = tuple(row.get("square_sizes") or ())
+        if shape is None and not squares:
+            raise MatmulDataError(f"{where}: needs a shape or the square_sizes it searched")
+        method = row.get("method")
+        if method not in methods:
+            raise MatmulDataError(f"{where}: method {method!r} is not described under matmul_methods")
+        try:
+            specs.get(row["device"]).peak_field(row["dtype"])
+        except specs.UnsupportedDtypeError:
+            continue
+        out.append(Measurement(row["id"], row["device"], row["dtype"], v * 1e12, dims if shape else None, squares,
+                               method, methods[method]["search"], row["source"], row.get("system", "")))
+    return tuple(out)
+
+
+def _model_rate(tg: Target, meas: Measurement, eta: Eta) -> tuple[float, Prediction]:
+    """The model's rate for what a measurement timed: its shape, or the best of the square sizes it searched."""
+    shapes = [meas.shape] if meas.shape else [(s, s, s) for s in meas.square_sizes]
+    preds = [predict_target(tg, *s, eta) for s in shapes]
+    p = max(preds, key=lambda x: x.rate_flop_per_s)
+    return p.rate_flop_per_s, p
+
+
+def implied_eta(meas: Measurement, use_clock: bool = True) -> float | None:
+    """The η with which the model reproduces a published rate (bisection; the rate rises with η), or None when the
+    rate is out of the model's reach (above its roof at the largest η)."""
+    tg = target(meas.device, meas.dtype, use_clock=use_clock)
+    lo, hi = ETA_RANGE
+
+    def rate(e):
+        return _model_rate(tg, meas, Eta(e, "trial", ()))[0]
+    if rate(hi) < meas.rate_flop_per_s or rate(lo) > meas.rate_flop_per_s:
+        return None
+    for _ in range(60):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if rate(mid) < meas.rate_flop_per_s else (lo, mid)
+    return 0.5 * (lo + hi)
+
+
+@functools.lru_cache(maxsize=2)
+def device_etas(use_clock: bool = True) -> Mapping[str, float]:
+    """device -> median implied η over its published rows (devices whose rows are all out of reach are left out).
+    ``use_clock=False`` calibrates a model that ignores the sourced sustained clocks."""
+    by: dict[str, list[float]] = {}
+    for meas in measurements():
+        e = implied_eta(meas, use_clock)
+        if e is not None:
+            by.setdefault(meas.device, []).append(e)
+    return MappingProxyType({d: statistics.median(v) for d, v in by.items()})
+
+
+@functools.lru_cache(maxsize=256)
+def eta_for(family_id: str, exclude: frozenset = frozenset(), use_clock: bool = True) -> Eta:
+    """The family's η without the devices in ``exclude``: the median over the family's measured devices when the
+    family has at least ``min_devices`` of them, else the median over the other families' devices; a family with
+    no data anywhere (CPUs) keeps its stated ``uncalibrated_eta``."""
+    c = constants()
+    fam = c.families[family_id]
+    etas = device_etas(use_clock)
+    if fam.uncalibrated_eta is not None and not any(d in etas for d in fam.devices):
+        return Eta(fam.uncalibrated_eta, "uncalibrated", ())
+    own = [d for d in fam.devices if d in etas]
+    if len(own) >= c.min_devices:
+        pool, how = [d for d in own if d not in exclude], "family"
+    else:
+        pool, how = [d for d in etas if d not in fam.devices and d not in exclude], "other families"
+    if not pool:
+        raise MatmulDataError(f"no published matmul measurement left to calibrate family {family_id}")
+    return Eta(statistics.median(etas[d] for d in pool), how, tuple(sorted(pool)))
+
+
+# -------------------------------------------------------------------------------------------- validation
+
+@dataclasses.dataclass(frozen=True)
+class Check:
+    """One published rate against the model's prediction with η calibrated without that device."""
+    measurement: Measurement
+    prediction: Prediction
+    family: str
+
+    @property
+    def measured_flop_per_s(self) -> float:
+        return self.measurement.rate_flop_per_s
+
+    @property
+    def predicted_flop_per_s(self) -> float:
+        return self.prediction.rate_flop_per_s
+
+    @property
+    def error(self) -> float:
+        """predicted / measured − 1 (positive: the model is optimistic)."""
+        return self.predicted_flop_per_s / self.measured_flop_per_s - 1
+
+
+def leave_one_out(use_clock: bool = True) -> tuple[Check, ...]:
+    """Every published best-shape rate predicted with η calibrated on the other devices only. ``use_clock=False``
+    drops the sourced sustained clocks from calibration and prediction alike (what they are worth)."""
+    out = []
+    for meas in measurements():
+        tg = target(meas.device, meas.dtype, use_clock=use_clock)
+        eta = eta_for(tg.family.id, frozenset({meas.device}), use_clock)
+        _, pred = _model_rate(tg, meas, eta)
+        out.append(Check(meas, pred, tg.family.id))
+    return tuple(out)
+
+
+@dataclasses.dataclass(frozen=True)
+class Summary:
+    """The validation's headline: median |error| over all rows and over devices (each device's median |error|)."""
+    n_rows: int
+    n_devices: int
+    median_abs_error: float
+    median_abs_error_by_device: float
+    per_device: Mapping[str, float]
+    worst: Check
+
+
+def summarise(checks: Iterable[Check]) -> Summary:
+    checks = tuple(checks)
+    if not checks:
+        raise ValueError("no checks to summarise")
+    per: dict[str, list[float]] = {}
+    for c in checks:
+        per.setdefault(c.measurement.device, []).append(abs(c.error))
+    per_dev = {d: statistics.median(v) for d, v in per.items()}
+    return Summary(len(checks), len(per_dev), statistics.median(abs(c.error) for c in checks),
+                   statistics.median(per_dev.values()), MappingProxyType(per_dev),
+                   max(checks, key=lambda c: abs(c.error)))
+
+
+def square_sweep(device: specs.Device | str, dtype: str, sizes: Iterable[int]) -> list[Prediction]:
+    """The model for square n³ matmuls (the dashed curves of Lab 00)."""
+    tg = target(device, dtype)
+    eta = eta_for(tg.family.id)
+    return [predict_target(tg, n, n, n, eta) for n in sizes]
+
+
+# ---------------------------------------------------------------------- command line: python -m x4lib matmul-predict
+
+_SHAPE = re.compile(r"^\s*(\d{1,7})\s*[x×X*]\s*(\d{1,7})\s*[x×X*]\s*(\d{1,7})\s*$")
+
+
+def parse_shape(text: str) -> tuple[int, int, int]:
+    """``MxNxK`` (also ``×`` or ``*``) → (m, n, k), each a whole number from 1 to 1,000,000."""
+    mt = _SHAPE.match(str(text))
+    dims = tuple(int(g) for g in mt.groups()) if mt else ()
+    if not mt or not all(1 <= d <= 1_000_000 for d in dims):
+        raise ValueError(f"bad shape {text!r}: expected MxNxK with three whole numbers from 1 to 1000000, "
+                         f"e.g. 8192x8192x8192")
+    return dims
+
+
+def cli_arguments(p) -> None:
+    import argparse
+
+    from x4lib import cli
+
+    def shape(text):
+        try:
+            return parse_shape(text)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+    shape.__name__ = "shape"
+    p.add_argument("--device", required=True, help="catalog id, e.g. h100-sxm")
+    p.add_argument("--dtype", default="bf16", help="one of: " + ", ".join(kernels.DTYPE_BYTES))
+    what = p.add_mutually_exclusive_group(required=True)
+    what.add_argument("--shape", type=shape, help="MxNxK for C[M,N] = A[M,K]·B[K,N], e.g. 8192x8192x8192")
+    what.add_argument("--best", action="store_true", help="the model's best shape on a grid (see --max-dim)")
+    p.add_argument("--max-dim", type=cli.number("max dimension", 256, 65536, integer=True), default=16384,
+                   help="--best searches m, n, k in steps of 256 up to this (default 16384)")
+    p.add_argument("--json", action="store_true", help="machine-readable output "
+                                                       "(schemas/matmul_predict_output.schema.json)")
+
+
+def cli_main(args) -> int:
+    from x4lib import cli
+    p = best(args.device, args.dtype, max_dim=args.max_dim) if args.best else predict(args.device, args.dtype,
+                                                                                      *args.shape)
+    j = p.to_json()
+    j["best"] = bool(args.best)
+    b = j["basis"]
+    cli.emit(j, "\n".join([
+        f"{j['device']} {j['dtype']} {j['m']}×{j['n']}×{j['k']}{' (the model’s best shape)' if args.best else ''}",
+        f"predicted {j['predicted_tflops']:,.1f} TFLOP/s = {j['efficiency']:.1%} of the dense peak "
+        f"{j['peak_tflops']:,.1f} TFLOP/s ({b['peak_field']}); {j['bound']}-bound",
+        f"tiles {b['tile'][0]}×{b['tile'][1]}: {b['tiles']} tiles in {b['waves']} wave(s) over {b['units']} "
+        f"{b['unit_name']}s, {b['wave_efficiency']:.1%} of the waves used",
+        f"clock: {b['clock_basis']}", b["eta_basis"],
+        f"time {b['time_us']:,.1f} µs = max(launch floor {b['launch_floor_us']:.1f}, overhead {b['overhead_us']:.1f} "
+        f"+ max(compute {b['t_compute_us']:,.1f}, memory {b['t_memory_us']:,.1f})) µs",
+    ]), as_json=args.json)
+    return 0

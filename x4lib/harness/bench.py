@@ -1,0 +1,253 @@
+"""A timing harness done right, for matmuls and memory-bound kernels, on CPU and CUDA.
+
+- warm-up calls are discarded; then ``repeats`` timed calls, each timed on its own;
+- CUDA: CUDA events around each call (the GPU's own clock), synchronised before reading; CPU:
+  ``time.perf_counter`` around each call (torch CPU ops are synchronous);
+- inputs are random (seeded), never zeros (zeros hit fast paths and lower power);
+- every call's time is kept (raw per-repeat seconds) with the shape it timed; FLOP, bytes and rates are
+  derived from them when a page is drawn (``x4lib.compute.kernels``: 2·m·n·k FLOP per matmul, 2·N·b bytes per copy,
+  3·N·b per triad), so a later fix of a FLOP count never means editing a measurement;
+- an out-of-memory at one shape becomes a row with ``status: "oom"``; the sweep goes on.
+
+Imports only the standard library and torch (a bare PyTorch pod can run it).
+Method after stas00's mamf-finder (ml-engineering) and nccl-tests' practice. Used in: book/lab-00-roofline.md.
+"""
+from __future__ import annotations
+
+import dataclasses
+import statistics
+import time
+
+#: version 2: rows keep times and shapes only (rates are derived when drawn)
+HARNESS_VERSION = 2
+
+TORCH_DTYPES = {"fp64": "float64", "fp32": "float32", "tf32": "float32", "bf16": "bfloat16",
+                "fp16": "float16", "fp8_e4m3": "float8_e4m3fn", "fp8_e5m2": "float8_e5m2"}
+#: the STREAM-style kernels the harness times, on fp32 arrays
+MEMORY_KERNELS = ("copy", "triad")
+MEMORY_ELEMENT_BYTES = 4
+
+
+@dataclasses.dataclass(frozen=True)
+class Timing:
+    """Per-repeat wall times of one kernel, in seconds."""
+    times_s: tuple[float, ...]
+
+    @property
+    def median_s(self) -> float:
+        return statistics.median(self.times_s)
+
+    @property
+    def best_s(self) -> float:
+        return min(self.times_s)
+
+    @property
+    def spread(self) -> float:
+        """(max − min) / median: how noisy the repeats were."""
+        return (max(self.times_s) - min(self.times_s)) / self.median_s
+
+
+def time_calls(fn, torch, device: str, warmup: int = 3, repeats: int = 10) -> Timing:
+    """Time ``fn()`` ``repeats`` times after ``warmup`` untimed calls."""
+    if warmup < 0 or repeats < 1:
+        raise ValueError("warmup must be >= 0 and repeats >= 1")
+    for _ in range(warmup):
+        fn()
+    times = []
+    if device == "cuda":
+        torch.cuda.synchronize()
+        starts = [torch.cuda.Event(enable_timing=True) for _ in range(repeats)]
+        ends = [torch.cuda.Event(enable_timing=True) for _ in range(repeats)]
+        for s, e in zip(starts, ends):
+            s.record()
+            fn()
+            e.record()
+        torch.cuda.synchronize()
+        times = [s.elapsed_time(e) / 1e3 for s, e in zip(starts, ends)]
+    else:
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            fn()
+            times.append(time.perf_counter() - t0)
+    return Timing(tuple(times))
+
+
+def _is_oom(torch, exc: BaseException) -> bool:
+    oom = getattr(torch.cuda, "OutOfMemoryError", ())
+    return isinstance(exc, oom) or "out of memory" in str(exc).lower()
+
+
+def _matmul_fn(torch, dtype: str, m: int, n: int, k: int, device: str, gen):
+    """Build inputs and return a zero-argument callable computing one product."""
+    if dtype.startswith("fp8"):
+        # FP8 GEMM: A row-major, B column-major, per-tensor scales, BF16 output (torch._scaled_mm)
+        fp8 = getattr(torch, TORCH_DTYPES[dtype])
+        a = torch.randn(m, k, device=device, generator=gen).to(fp8)
+        b = torch.randn(n, k, device=device, generator=gen).to(fp8).t()
+        one = torch.tensor(1.0, device=device)
+        return lambda: torch._scaled_mm(a, b, scale_a=one, scale_b=one, out_dtype=torch.bfloat16)
+    tdt = getattr(torch, TORCH_DTYPES[dtype])
+    a = torch.randn(m, k, device=device, generator=gen, dtype=torch.float32).to(tdt)
+    b = torch.randn(k, n, device=device, generator=gen, dtype=torch.float32).to(tdt)
+    return lambda: torch.matmul(a, b)
+
+
+def matmul_row(torch, dtype: str, m: int, n: int, k: int, device: str, warmup: int, repeats: int,
+               seed: int = 0) -> dict:
+    """Time one matmul shape; a results.json row: shape, status, raw per-repeat times, median and best."""
+    row = {"dtype": dtype, "m": m, "n": n, "k": k}
+    if device == "cuda":
+        torch.backends.cuda.matmul.allow_tf32 = dtype == "tf32"
+        torch.backends.cudnn.allow_tf32 = dtype == "tf32"
+    gen = torch.Generator(device=device).manual_seed(seed)
+    try:
+        fn = _matmul_fn(torch, dtype, m, n, k, device, gen)
+        t = time_calls(fn, torch, device, warmup, repeats)
+    except Exception as exc:  # noqa: BLE001 — OOM or an unsupported dtype becomes a row, the sweep goes on
+        if device == "cuda":
+            torch.cuda.empty_cache()
+        status = "oom" if _is_oom(torch, exc) else "error"
+        return {**row, "status": status, "error": f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}"}
+    finally:
+        fn = None  # noqa: F841 — free the inputs before the next shape
+        if device == "cuda":
+            torch.cuda.empty_cache()
+    return {**row, "status": "ok", **_times(t)}
+
+
+def _times(t: Timing) -> dict:
+    return {"times_s": list(t.times_s), "median_s": t.median_s, "best_s": t.best_s, "spread": t.spread}
+
+
+def memory_row(torch, kernel: str, n_elements: int, device: str, warmup: int, repeats: int,
+               seed: int = 0) -> dict:
+    """Time a memory-bound kernel on fp32 arrays: ``copy`` (b = a) or ``triad`` (a = b + s·c); the bytes each
+    moves are ``kernels.vector_bytes`` (derived when drawn)."""
+    if kernel not in MEMORY_KERNELS:
+        raise ValueError(f"unknown kernel {kernel!r}; use one of {', '.join(MEMORY_KERNELS)}")
+    row = {"kernel": kernel, "elements": n_elements, "element_bytes": MEMORY_ELEMENT_BYTES}
+    gen = torch.Generator(device=device).manual_seed(seed)
+    try:
+        a = torch.rand(n_elements, device=device, generator=gen)
+        b = torch.rand(n_elements, device=device, generator=gen)
+        c = torch.rand(n_elements, device=device, generator=gen)
+        fn = (lambda: b.copy_(a)) if kernel == "copy" else (lambda: torch.add(b, c, alpha=3.0, out=a))
+        t = time_calls(fn, torch, device, warmup, repeats)
+    except Exception as exc:  # noqa: BLE001
+        status = "oom" if _is_oom(torch, exc) else "error"
+        return {**row, "status": status, "error": f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}"}
+    return {**row, "status": "ok", **_times(t)}
+
+
+def square_and_skinny_shapes(max_n: int) -> list[tuple[int, int, int]]:
+    """Square shapes 64..max_n (powers of two) and skinny ones (m = 1, 16 against n = k = max_n // 2)."""
+    shapes, n = [], 64
+    while n <= max_n:
+        shapes.append((n, n, n))
+        n *= 2
+    half = max(64, max_n // 2)
+    shapes += [(1, half, half), (16, half, half), (half, half, 64)]
+    return shapes
+
+
+def environment(torch) -> dict:
+    """Library versions and threading: what a reader needs to reproduce a number."""
+    import platform
+    import sys
+    import re
+    cfg = torch.__config__.show()
+    blas = (re.search(r"\bBLAS_INFO=([^,\s]+)", cfg) or [None, None])[1]
+    lapack = (re.search(r"\bLAPACK_INFO=([^,\s]+)", cfg) or [None, None])[1]
+    cpu_capability = (re.search(r"CPU capability usage: (\S+)", cfg) or [None, None])[1]
+    env = {"python": sys.version.split()[0], "platform": platform.platform(), "torch": torch.__version__,
+           "torch_threads": torch.get_num_threads(), "blas": blas, "lapack": lapack, "cpu_capability": cpu_capability,
+           "mkldnn": bool(getattr(torch.backends, "mkldnn", None) and torch.backends.mkldnn.is_available()),
+           "cuda": torch.version.cuda, "cudnn": torch.backends.cudnn.version() if torch.cuda.is_available() else None,
+           "harness_version": HARNESS_VERSION}
+    return env
+
+
+def independent_check(torch, n: int, dtype: str = "fp32", calls: int = 5) -> dict:
+    """A plain, independent check of the harness on the CPU: ``calls`` back-to-back torch.matmul of n³ timed as one
+    block with perf_counter, after one untimed call. Returns the raw timing ({n, dtype, calls, elapsed_s});
+    the page derives the rate and compares it with the harness's."""
+    tdt = getattr(torch, TORCH_DTYPES[dtype])
+    a, b = torch.rand(n, n).to(tdt), torch.rand(n, n).to(tdt)
+    torch.matmul(a, b)
+    t0 = time.perf_counter()
+    for _ in range(calls):
+        torch.matmul(a, b)
+    return {"n": n, "dtype": dtype, "calls": calls, "elapsed_s": time.perf_counter() - t0}
+
+
+# ------------------------------------------------------------------------------ memory hierarchy sweep (CPU)
+
+#: the hierarchy sweep's method; bump when what it times changes
+CACHE_SWEEP_VERSION = 1
+
+
+def working_set_sizes(low_B: int = 4 * 2**10, high_B: int = 512 * 2**20, per_octave: int = 2) -> list[int]:
+    """Working-set sizes from ``low_B`` to ``high_B``, ``per_octave`` points per doubling, each a multiple of
+    4 KiB (a page), without repeats: the x axis of the hierarchy sweep."""
+    if not 0 < low_B <= high_B or per_octave < 1:
+        raise ValueError("need 0 < low_B <= high_B and per_octave >= 1")
+    sizes, i = [], 0
+    while True:
+        s = int(round(low_B * 2 ** (i / per_octave) / 4096)) * 4096
+        if s > high_B:
+            break
+        if s >= 4096 and (not sizes or s > sizes[-1]):
+            sizes.append(s)
+        i += 1
+    return sizes
+
+
+def cache_sweep(torch, sizes_B, threads: int = 1, bytes_per_call: int = 256 * 2**20, warmup: int = 1,
+                repeats: int = 5, seed: int = 0) -> list[dict]:
+    """Read bandwidth of this CPU against working-set size: the memory-hierarchy sweep.
+
+    For each size S, one fp32 buffer of S bytes is read ``passes`` times per timed call by summing a stride-0
+    view of it (``x.expand(passes, n).sum()``): the same S bytes are read again and again, so while S fits in a
+    cache level, the reads come from that level; passes = max(1, bytes_per_call // S), so every call reads
+    about the same number of bytes and per-call overhead stays negligible. The process is pinned to the first
+    ``threads`` CPUs it may use, and torch to ``threads`` threads; both are restored afterwards.
+
+    Rows keep raw per-repeat times and the shape (working_set_B, passes); the read rate is
+    passes × working_set_B / time, derived when drawn. What it measures is the rate a summing loop reads at,
+    which at the smallest sizes can be limited by the adds rather than by the L1 cache: say so when quoting it.
+    Standard library + torch only. Used in: book/01-cpu-vs-gpu-vs-tpu-vs-trn1.md.
+    """
+    import os
+    if threads < 1 or bytes_per_call < 1:
+        raise ValueError("threads and bytes_per_call must be >= 1")
+    old_threads = torch.get_num_threads()
+    can_pin = hasattr(os, "sched_getaffinity") and hasattr(os, "sched_setaffinity")
+    old_cpus = os.sched_getaffinity(0) if can_pin else None
+    rows = []
+    try:
+        if can_pin:
+            allowed = sorted(old_cpus)
+            if threads > len(allowed):
+                raise ValueError(f"{threads} threads asked for, but only {len(allowed)} CPUs are usable")
+            os.sched_setaffinity(0, set(allowed[:threads]))
+        torch.set_num_threads(threads)
+        gen = torch.Generator().manual_seed(seed)
+        for size in sizes_B:
+            n = max(1, int(size) // MEMORY_ELEMENT_BYTES)
+            passes = max(1, bytes_per_call // (n * MEMORY_ELEMENT_BYTES))
+            row = {"working_set_B": n * MEMORY_ELEMENT_BYTES, "passes": passes,
+                   "element_bytes": MEMORY_ELEMENT_BYTES, "threads": threads}
+            try:
+                x = torch.rand(n, generator=gen)
+                view = x.expand(passes, n)
+                t = time_calls(lambda: view.sum(), torch, "cpu", warmup, repeats)
+            except Exception as exc:  # noqa: BLE001 — one failed size becomes a row, the sweep goes on
+                rows.append({**row, "status": "oom" if _is_oom(torch, exc) else "error",
+                             "error": f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}"})
+                continue
+            rows.append({**row, "status": "ok", **_times(t)})
+    finally:
+        torch.set_num_threads(old_threads)
+        if can_pin:
+            os.sched_setaffinity(0, old_cpus)
+    return rows

@@ -1,0 +1,431 @@
+"""Collective operations: nccl-tests' bandwidth conventions, α–β closed forms, and NCCL's own cost model.
+
+algbw and busbw follow nccl-tests exactly; the names and the bus-bandwidth factor F(n) are in
+:mod:`x4lib.network.nccl_tests`.
+
+α–β cost models (Hockney's latency–bandwidth model as used by Thakur, Rabenseifner & Gropp 2005; references.bib:
+thakur-2005). A message of m bytes over one link costs α + m·β, with α [s] the per-hop latency and β = 1/B [s/B]
+the inverse bandwidth. For p ranks and a collective of nccl-tests size S [B]:
+
+    ring (bandwidth-optimal; Patarasuk & Yuan 2009, patarasuk-2009)
+      AllReduce       t = 2(p−1)·α + 2(p−1)/p · S·β        (reduce-scatter then all-gather)
+      ReduceScatter   t =  (p−1)·α +  (p−1)/p · S·β
+      AllGather       t =  (p−1)·α +  (p−1)/p · S·β
+      Broadcast/Reduce (pipelined chain)  t = (p−1)·α + S·β
+      AllToAll (pairwise exchange)        t = (p−1)·α + (p−1)/p · S·β
+    log-depth ("tree") variants
+      AllReduce, double binary tree (NCCL): t = 2⌈log2 p⌉·α + 2·S·β (pipelined, each tree carries S/2)
+      Broadcast/Reduce, binomial tree:      t = ⌈log2 p⌉·(α + S·β)
+      ReduceScatter (recursive halving), AllGather (recursive doubling): t = ⌈log2 p⌉·α + (p−1)/p · S·β
+      AllToAll, Bruck:                      t = ⌈log2 p⌉·(α + S/2·β)
+
+For a cluster of n nodes × g GPUs with k NICs per node (:class:`Cluster`) the model is NCCL's own cost model, the
+"tuner" of src/graph/tuning.cc (NVIDIA/nccl v2.30.7-1; references.bib: nccl-v2-30-7), with its constants as data
+(x4lib/data/nccl_tuning.yaml, each with file and line). For every algorithm NCCL has (ring; tree; NVLS = NVLink
+SHARP on one node; NVLS tree across nodes; CollNet direct and chain = IB SHARP) and every protocol (LL: 8 bytes of
+data per 16-byte line, lowest latency; LL128: 120 of every 128 bytes; Simple: full bandwidth, highest latency):
+
+    time = latency(algorithm, protocol, link kinds, n, N) + S / algbw(algorithm, protocol, channels)
+
+and the fastest pair is the prediction, as NCCL picks it (:func:`predict`). The channels and per-channel bandwidths
+come from a short rule standing in for NCCL's topology search (``x4lib.network.nccl_tuner.graphs``). AllToAll and SendRecv are
+point-to-point in NCCL, outside its tuner; they get a bandwidth bound with one Simple-protocol step of latency.
+
+In-network reduction (NVLink SHARP on third-generation NVSwitch, IB SHARP in InfiniBand switches): each GPU sends
+its data into the switch once and receives the reduced result once, about half of the 2(g−1)/g·S of a ring.
+nccl-tests still reports busbw = algbw·2(n−1)/n, a factor derived for point-to-point transfers, so busbw can then
+exceed the link's line rate (e.g. ~480 GB/s on 8 H100 whose NVLink is 450 GB/s per direction;
+nccl-tests-issue-212). On exactly two nodes a tree does the same across the network: each node sends its data
+once. Such a busbw is not a link speed.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+from types import MappingProxyType
+from typing import Mapping
+
+from x4lib.network import clusters, nccl_tests, nccl_tuner
+from x4lib.network.clusters import Cluster
+from x4lib.network.nccl_tuner import ALGORITHM_CHOICES, ALGORITHMS, FAMILIES, PROTOCOLS, Option, options
+
+#: version of the cost model, stored with every prediction so that different models never mix silently
+MODEL_VERSION = "2"
+
+# ----------------------------------------------------------------------------------------------------------------
+# Single-level α–β closed forms (the textbook formulas of the module docstring)
+# ----------------------------------------------------------------------------------------------------------------
+
+#: the algorithm each family uses for each collective
+ALGORITHM_NAMES: Mapping[str, Mapping[str, str]] = MappingProxyType({
+    "ring": MappingProxyType({"all_reduce": "ring", "reduce_scatter": "ring", "all_gather": "ring",
+                              "broadcast": "ring", "reduce": "ring", "all_to_all": "pairwise",
+                              "sendrecv": "p2p"}),
+    "tree": MappingProxyType({"all_reduce": "double_binary_tree", "reduce_scatter": "recursive_halving",
+                              "all_gather": "recursive_doubling", "broadcast": "binomial_tree",
+                              "reduce": "binomial_tree", "all_to_all": "bruck"}),
+})
+
+
+def _log2_ceil(p: int) -> int:
+    return max(0, math.ceil(math.log2(p))) if p > 1 else 0
+
+
+def alpha_beta_time_s(collective: str, family: str, size_B: float, n_ranks: int, alpha_s: float,
+                      bw_Bps: float) -> float:
+    """Time [s] of ``collective`` on ``n_ranks`` ranks with one link kind: per-hop latency ``alpha_s`` [s] and
+    per-rank, per-direction bandwidth ``bw_Bps`` [B/s]; ``size_B`` is the nccl-tests size S [B].
+
+    ``family`` is ``"ring"`` (ring / pipelined chain / pairwise exchange) or ``"tree"`` (double binary tree for
+    AllReduce, binomial tree for Broadcast/Reduce, recursive halving/doubling, Bruck); the formulas are in the module
+    docstring. Sources: thakur-2005, patarasuk-2009. Used in: book/lab-01-collectives.md
+    """
+    nccl_tests.check_collective(collective)
+    if family not in ALGORITHM_NAMES:
+        raise ValueError(f"unknown algorithm family {family!r}; use 'ring' or 'tree'")
+    if collective not in ALGORITHM_NAMES[family]:
+        raise ValueError(f"{collective} has no {family} algorithm")
+    p, S, a, beta = int(n_ranks), float(size_B), float(alpha_s), 1.0 / float(bw_Bps)
+    if p < 1 or S < 0 or a < 0 or bw_Bps <= 0:
+        raise ValueError("need n_ranks >= 1, size_B >= 0, alpha_s >= 0 and bw_Bps > 0")
+    if p == 1:
+        return 0.0
+    L = _log2_ceil(p)
+    if family == "ring":
+        if collective == "all_reduce":
+            return 2 * (p - 1) * a + 2 * (p - 1) / p * S * beta
+        if collective in ("reduce_scatter", "all_gather", "all_to_all"):
+            return (p - 1) * a + (p - 1) / p * S * beta
+        if collective in ("broadcast", "reduce"):
+            return (p - 1) * a + S * beta
+        return a + S * beta  # sendrecv
+    if collective == "all_reduce":
+        return 2 * L * a + 2 * S * beta
+    if collective in ("broadcast", "reduce"):
+        return L * (a + S * beta)
+    if collective in ("reduce_scatter", "all_gather"):
+        return L * a + (p - 1) / p * S * beta
+    return L * (a + S / 2 * beta)  # all_to_all, Bruck
+
+
+
+
+@dataclasses.dataclass(frozen=True)
+class Prediction:
+    """The model's answer for one collective, size and cluster (SI units): the (algorithm, protocol) NCCL's tuner
+    picks and its time. ``algbw_Bps`` = S/t and ``busbw_Bps`` = algbw × F(n) follow nccl-tests; ``bottleneck`` names
+    the link that sets the chosen graph's bandwidth; ``alternatives`` maps "algorithm/protocol" to its time [s]."""
+    collective: str
+    size_B: int
+    n_ranks: int
+    time_s: float
+    latency_s: float
+    algorithm: str
+    protocol: str
+    bottleneck: str
+    bound: str
+    in_network: bool
+    channels: int
+    alternatives: Mapping[str, float]
+
+    @property
+    def algbw_Bps(self) -> float:
+        return self.size_B / self.time_s if self.time_s > 0 else 0.0
+
+    @property
+    def busbw_Bps(self) -> float:
+        return nccl_tests.busbw_Bps(self.collective, self.algbw_Bps, self.n_ranks)
+
+
+def _link_label(c: Cluster, option: Option) -> str:
+    if option.algorithm == "local":
+        return "none (one rank)"
+    if option.bottleneck == "network" and c.nic is not None:
+        return f"inter-node: {c.nics_per_node} x {c.nic.name}"
+    nvls = option.algorithm in ("nvls", "nvls_tree")
+    return f"intra-node: {c.intra.name}" + (f" with {c.intra.in_network_kind}" if nvls else "")
+
+
+def _select(algorithm: str | None) -> tuple[str, ...] | None:
+    if algorithm in (None, "auto"):
+        return None
+    if algorithm in FAMILIES:
+        return FAMILIES[algorithm]
+    if algorithm not in ALGORITHMS + ("p2p",):
+        raise ValueError(f"unknown algorithm {algorithm!r}; use one of: {', '.join(ALGORITHM_CHOICES)}")
+    return (algorithm,)
+
+
+def _protocol(protocol: str | None) -> str | None:
+    if protocol in (None, "auto"):
+        return None
+    named = {p.lower(): p for p in PROTOCOLS}.get(str(protocol).lower())
+    if named is None:
+        raise ValueError(f"unknown protocol {protocol!r}; use auto, LL, LL128 or Simple")
+    return named
+
+
+def predict(collective: str, size_B: float, cluster: Cluster | str, in_network: bool | None = None,
+            algorithm: str | None = None, protocol: str | None = None) -> Prediction:
+    """The (algorithm, protocol) NCCL's tuner would pick for ``collective`` of nccl-tests size ``size_B`` [B] on
+    ``cluster`` (a preset id or a :class:`Cluster`), and its time [s]: the fastest of :func:`options`, the lower
+    algorithm then protocol index winning a tie (enqueue.cc, topoGetAlgoInfo). ``algorithm`` and ``protocol``
+    restrict the choice as NCCL_ALGO and NCCL_PROTO do (``"nvls"`` = NVLS or NVLS tree, ``"collnet"`` = either
+    CollNet algorithm); ValueError when nothing is left. Sources: nccl-v2-30-7, nccl-tests-performance.
+    Used in: book/lab-01-collectives.md"""
+    c = clusters.get(cluster) if isinstance(cluster, str) else cluster
+    opts = options(collective, size_B, c, in_network=in_network)
+    algos, proto = _select(algorithm), _protocol(protocol)
+    chosen = [o for o in opts if (algos is None or o.algorithm in algos or o.algorithm == "local")
+              and (proto is None or o.protocol == proto or o.algorithm in ("local", "p2p"))]
+    if not chosen:
+        avail = sorted({f"{o.algorithm}/{o.protocol}" for o in opts})
+        raise ValueError(f"{algorithm or 'auto'}/{protocol or 'auto'} is not available for {collective} on {c.id}; "
+                         f"available: {', '.join(avail)}")
+    best = min(chosen, key=lambda o: o.time_s)  # min() keeps the first of equals: NCCL's index order
+    return Prediction(collective=collective, size_B=int(size_B), n_ranks=c.n_ranks, time_s=best.time_s,
+                      latency_s=best.latency_s, algorithm=best.algorithm, protocol=best.protocol,
+                      bottleneck=_link_label(c, best),
+                      bound="latency" if best.latency_s > best.time_s / 2 else "bandwidth",
+                      in_network=best.algorithm in ("nvls", "nvls_tree", "collnet_direct", "collnet_chain"),
+                      channels=best.channels,
+                      alternatives=MappingProxyType({f"{o.algorithm}/{o.protocol}": o.time_s for o in opts}))
+
+
+def bandwidth_limit_busbw_Bps(collective: str, cluster: Cluster | str, algorithm: str | None = None,
+                              protocol: str | None = None, in_network: bool | None = None,
+                              size_B: float = 1e15) -> float:
+    """busbw [B/s] of the model in its bandwidth-bound limit (a huge size): for the ring, the graph's channels ×
+    per-channel bandwidth (NCCL's bus bandwidth), e.g. 8 × 48 = 384 GB/s on 2 × 8 H100 with 400 Gb/s NICs."""
+    return predict(collective, size_B, cluster, in_network=in_network, algorithm=algorithm,
+                   protocol=protocol).busbw_Bps
+
+
+def wire_bound_busbw_Bps(cluster: Cluster | str, algorithm: str = "ring") -> float:
+    """The most busbw [B/s] an AllReduce ``algorithm`` ("ring" or "tree") can report on ``cluster``: the bytes each
+    link carries per direction over the links' line rates (no protocol, no latency, no NCCL derating). A bound, not
+    a prediction. Used in: book/lab-01-collectives.md
+
+    - ring: every GPU's NVLink port and every node's NICs carry 2(n-1)/n·S, which is busbw·t, so
+      busbw <= min(B_intra, k·B_nic), the GPU's intra-node line rate and the node's k NICs at line rate;
+    - tree on exactly two nodes: each GPU's chain inside the node carries 2S (S up and S down), but each node
+      sends its S across the network once and receives the result once, so
+      algbw <= min(B_intra / 2, k·B_nic) and busbw = algbw·2(n-1)/n: up to 1.875 times the NICs' line rate on
+      16 ranks. On more nodes an interior tree node carries 2S on the network too: algbw <= min(B_intra, k·B_nic)/2.
+    """
+    c = clusters.get(cluster) if isinstance(cluster, str) else cluster
+    intra = c.intra.bw_Bps
+    net = c.node_line_rate_Bps if c.nodes > 1 else math.inf
+    if algorithm == "ring":
+        return min(intra, net)
+    if algorithm != "tree":
+        raise ValueError(f"wire bound for 'ring' or 'tree', not {algorithm!r}")
+    algbw = min(intra / 2, net if c.nodes == 2 else net / 2)
+    return algbw * nccl_tests.busbw_factor("all_reduce", c.n_ranks)
+
+
+def choice_table(collective: str, cluster: Cluster | str, lo_B: int = 2**10, hi_B: int = 2**33,
+                 algorithm: str | None = None, protocol: str | None = None) -> list[dict]:
+    """Runs of sizes (powers of two) with the same model choice: [{from_B, to_B, algorithm, protocol}].
+    Used in: book/lab-01-collectives.md"""
+    out: list[dict] = []
+    S = lo_B
+    while S <= hi_B:
+        p = predict(collective, S, cluster, algorithm=algorithm, protocol=protocol)
+        if out and (out[-1]["algorithm"], out[-1]["protocol"]) == (p.algorithm, p.protocol):
+            out[-1]["to_B"] = S
+        else:
+            out.append({"from_B": S, "to_B": S, "algorithm": p.algorithm, "protocol": p.protocol})
+        S *= 2
+    return out
+
+
+# ---------------------------------------------------------- command line: python -m x4lib collective-predict
+
+def cli_arguments(p) -> None:
+    from x4lib import cli
+    p.usage = ("%(prog)s [--collective C] (--cluster ID | --nodes N --gpus-per-node G --intra-gb-s B ...) "
+               "[--sizes S,...] [--algorithm A] [--protocol P] [--json]")
+    p.description = ("NCCL's own cost model (src/graph/tuning.cc, v2.30.7-1) of a collective's time, algbw and busbw "
+                     "(nccl-tests conventions) on a cluster preset (x4lib/data/clusters.yaml) or a custom cluster: "
+                     "the (algorithm, protocol) NCCL would pick at each size. Link rates are per direction; "
+                     "GB/s = 1e9 B/s, Gb/s = 1e9 bit/s.")
+    p.add_argument("--collective", default="all_reduce", type=cli.choice_of("collective", nccl_tests.COLLECTIVES))
+    p.add_argument("--cluster", help="preset id, e.g. 2x8-h100-ib400 (the flags below override its values)")
+    p.add_argument("--sizes", type=cli.sizes, default=cli.sizes("1M,100M,1G"),
+                   help="comma-separated sizes: bytes, K/M/G (powers of two, as nccl-tests), KB/MB/GB "
+                        "(powers of ten) or KiB/MiB/GiB; default 1M,100M,1G (the lab's sizes)")
+    p.add_argument("--algorithm", default="auto", type=cli.choice_of("algorithm", ALGORITHM_CHOICES),
+                   help="auto (NCCL's choice) or one algorithm, as NCCL_ALGO: ring, tree, nvls (NVLS on one node, "
+                        "NVLS tree across nodes), nvls_tree, collnet, collnet_direct, collnet_chain, p2p")
+    p.add_argument("--protocol", default="auto", type=_protocol_arg,
+                   help="auto (NCCL's choice) or LL, LL128, Simple, as NCCL_PROTO")
+    p.add_argument("--no-nvls", action="store_true", help="switch NVLink SHARP off (as NCCL_NVLS_ENABLE=0)")
+    p.add_argument("--nvls", action="store_true", help="the NVSwitch can reduce (NVLink SHARP), for a custom cluster")
+    p.add_argument("--ib-sharp", action="store_true", help="the IB switches can reduce (SHARP, NCCL's CollNet)")
+    c = p.add_argument_group("custom cluster (or overrides of --cluster)")
+    c.add_argument("--nodes", type=cli.number("nodes", 1, 1e6, integer=True))
+    c.add_argument("--gpus-per-node", type=cli.number("GPUs per node", 1, 1e4, integer=True))
+    c.add_argument("--intra-gb-s", type=cli.number("GB/s", 0, 1e6, low_open=True),
+                   help="intra-node line rate per GPU per direction, GB/s (1e9 B/s), e.g. 450 for H100 NVLink")
+    c.add_argument("--intra-kind", choices=["nvlink", "pcie"], help="intra-node link kind of a custom cluster")
+    c.add_argument("--arch", choices=list(clusters.ARCHES),
+                   help="NCCL's architecture class of the GPUs (custom cluster default: hopper)")
+    c.add_argument("--cpu", choices=["intel", "amd"], help="CPU vendor (NCCL's constants across nodes depend on it)")
+    c.add_argument("--nics-per-node", type=cli.number("NICs per node", 1, 1e3, integer=True))
+    c.add_argument("--nic-gbit-s", type=cli.number("Gb/s", 0, 1e7, low_open=True),
+                   help="NIC line rate per direction, Gb/s (bits: 400 Gb/s = 50 GB/s)")
+    c.add_argument("--intra-efficiency", type=cli.number("efficiency", 0, 1, low_open=True),
+                   help="fraction of the intra-node line rate NCCL's graph uses (default: NCCL's own)")
+    c.add_argument("--nic-efficiency", type=cli.number("efficiency", 0, 1, low_open=True),
+                   help="fraction of the NIC line rate (default: NCCL's own graph speed)")
+    p.add_argument("--json", action="store_true", help="machine-readable output "
+                   "(x4lib/schemas/collective_predict_output.schema.json)")
+
+
+def _protocol_arg(text: str) -> str:
+    import argparse
+    try:
+        return _protocol(text) or "auto"
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+_CUSTOM_FLAGS = ("nodes", "gpus_per_node", "intra_gb_s", "nics_per_node", "nic_gbit_s", "intra_kind")
+_OVERRIDE_FLAGS = _CUSTOM_FLAGS + ("intra_efficiency", "nic_efficiency", "arch", "cpu")
+
+
+def _flag(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+def cluster_from_args(args) -> Cluster:
+    """The cluster the flags describe: a preset (``--cluster``), a preset with overrides, or a custom cluster.
+    Display units (GB/s, Gb/s) become SI here. Raises UsageError naming what is missing."""
+    from x4lib import cli
+    if args.cluster is None:
+        if args.nodes is None:
+            raise cli.UsageError("give --cluster ID (known: " + ", ".join(clusters.ids()) + ") or a custom cluster "
+                                 "(--nodes, --gpus-per-node, --intra-gb-s, and for more than one node "
+                                 "--nics-per-node, --nic-gbit-s)")
+        missing = [_flag(f) for f in ("gpus_per_node", "intra_gb_s") if getattr(args, f) is None]
+        if args.nodes > 1:
+            missing += [_flag(f) for f in ("nics_per_node", "nic_gbit_s") if getattr(args, f) is None]
+        if missing:
+            raise cli.UsageError(f"a custom cluster of {args.nodes} node(s) also needs {', '.join(missing)}")
+        return clusters.custom_cluster(
+            args.nodes, args.gpus_per_node, args.intra_gb_s * 1e9, args.nics_per_node or 0,
+            (args.nic_gbit_s or 0) * 1e9 / 8, intra_kind=args.intra_kind or "nvlink", arch=args.arch or "hopper",
+            cpu=args.cpu or "intel", intra_efficiency=args.intra_efficiency, nic_efficiency=args.nic_efficiency)
+    base = clusters.get(args.cluster)
+    intra = dataclasses.replace(
+        base.intra, bw_Bps=args.intra_gb_s * 1e9 if args.intra_gb_s else base.intra.bw_Bps,
+        efficiency=args.intra_efficiency or base.intra.efficiency, kind=args.intra_kind or base.intra.kind)
+    nodes, k, nic = args.nodes or base.nodes, args.nics_per_node or base.nics_per_node, base.nic
+    if nic is not None:
+        nic = dataclasses.replace(nic, bw_Bps=args.nic_gbit_s * 1e9 / 8 if args.nic_gbit_s else nic.bw_Bps,
+                                  efficiency=args.nic_efficiency or nic.efficiency)
+    elif nodes > 1:
+        if not (args.nic_gbit_s and k):
+            raise cli.UsageError(f"cluster {base.id} has no network; {nodes} nodes also need --nics-per-node and "
+                                 f"--nic-gbit-s")
+        nic = clusters.custom_cluster(2, 1, 1.0, k, args.nic_gbit_s * 1e9 / 8, nic_efficiency=args.nic_efficiency).nic
+    changed = any(getattr(args, f) is not None for f in _OVERRIDE_FLAGS)
+    return dataclasses.replace(
+        base, id=base.id + (" (modified)" if changed else ""), nodes=nodes,
+        gpus_per_node=args.gpus_per_node or base.gpus_per_node, intra=intra, nic=nic, nics_per_node=k,
+        arch=args.arch or base.arch, cpu=args.cpu or base.cpu)
+
+
+def predict_table(collective: str, sizes_B: list[int], cluster: Cluster, in_network: bool | None = None,
+                  algorithm: str | None = None, protocol: str | None = None) -> dict:
+    """The CLI's JSON document (display units: µs, GB/s = 1e9 B/s); see collective_predict_output.schema.json."""
+    from x4lib.network import sizes
+    rows = []
+    for size in sizes_B:
+        pr = predict(collective, size, cluster, in_network=in_network, algorithm=algorithm, protocol=protocol)
+        rows.append({"size_bytes": int(size), "size_label": sizes.format_size(int(size)),
+                     "time_us": pr.time_s * 1e6, "algbw_gb_s": pr.algbw_Bps / 1e9, "busbw_gb_s": pr.busbw_Bps / 1e9,
+                     "algorithm": pr.algorithm, "protocol": pr.protocol, "channels": pr.channels,
+                     "bottleneck": pr.bottleneck, "bound": pr.bound, "latency_us": pr.latency_s * 1e6,
+                     "alternatives_us": {k: v * 1e6 for k, v in pr.alternatives.items()}})
+    return {"collective": collective, "cluster": cluster.id, "n_ranks": cluster.n_ranks,
+            "model_version": MODEL_VERSION, "algorithm_requested": algorithm or "auto",
+            "protocol_requested": protocol or "auto", "rows": rows, "assumptions": cluster_summary(cluster)}
+
+
+def _text(doc: dict, cluster: Cluster) -> str:
+    a = doc["assumptions"]
+    lines = [f"{doc['collective']} on {doc['cluster']}: {a['nodes']} node(s) x {a['gpus_per_node']} GPUs "
+             f"= {doc['n_ranks']} ranks; NCCL {a['nccl_version']} cost model, t = α + S / algbw per algorithm and "
+             f"protocol (x4lib model v{doc['model_version']})",
+             f"  intra-node: {a['intra_link']}, {a['intra_bw_gb_s_per_direction_per_gpu']:g} GB/s per GPU per "
+             f"direction; NCCL sees {a['intra_nccl_gb_s_per_direction_per_gpu']:.1f} GB/s ({a['arch']})"]
+    if cluster.nic and cluster.nodes > 1:
+        lines.append(f"  inter-node: {a['nics_per_node']} x {a['nic_link']}, {a['nic_line_rate_gbit_s_per_direction']:g}"
+                     f" Gb/s = {a['nic_bw_gb_s_per_direction']:g} GB/s per NIC per direction")
+    lines.append(f"  ring graph: {a['ring_channels']} channels x {a['ring_gb_s_per_channel']:g} GB/s = "
+                 f"{a['ring_bus_gb_s']:g} GB/s bus bandwidth; NVLS {'on' if a['nvls_available'] else 'off'}, "
+                 f"IB SHARP {'on' if a['ib_sharp_available'] else 'off'}; requested "
+                 f"{doc['algorithm_requested']}/{doc['protocol_requested']}")
+    lines += ["", f"{'size (bytes)':>14} {'':>7} {'time (µs)':>11} {'algbw (GB/s)':>13} {'busbw (GB/s)':>13}  "
+                  f"algorithm/protocol, bottleneck"]
+    for r in doc["rows"]:
+        lines.append(f"{r['size_bytes']:>14} {r['size_label']:>7} {r['time_us']:>11.1f} {r['algbw_gb_s']:>13.1f} "
+                     f"{r['busbw_gb_s']:>13.1f}  {r['algorithm']}/{r['protocol']}, {r['bottleneck']} "
+                     f"({r['bound']}-bound)")
+    lines += ["", "GB = 1e9 B, MB = 1e6 B; K/M/G sizes are powers of two as in nccl-tests; busbw = algbw x "
+              "busbw_factor (nccl-tests). NCCL's model predictions, not measurements."]
+    if any(r["busbw_gb_s"] * 1e9 > cluster.intra.bw_Bps or (cluster.nodes > 1 and cluster.nic and
+           r["busbw_gb_s"] * 1e9 > cluster.node_line_rate_Bps) for r in doc["rows"]):
+        lines.append("note: busbw exceeds a line rate: the factor assumes point-to-point transfers, which in-network "
+                     "reduction and a two-node tree avoid; it is not a link speed.")
+    return "\n".join(lines)
+
+
+def cli_main(args) -> int:
+    from x4lib import cli
+    cluster = cluster_from_args(args)
+    if args.nvls or args.ib_sharp:
+        cluster = clusters.with_in_network(cluster, nvls=True if args.nvls else None,
+                                           ib_sharp=True if args.ib_sharp else None)
+    in_network = False if args.no_nvls else None
+    if args.no_nvls:
+        cluster = clusters.with_in_network(cluster, nvls=False)
+    doc = predict_table(args.collective, args.sizes, cluster, in_network=in_network, algorithm=args.algorithm,
+                        protocol=None if args.protocol == "auto" else args.protocol)
+    cli.emit(doc, _text(doc, cluster), as_json=args.json)
+    return 0
+
+
+def cluster_summary(cluster: Cluster) -> dict:
+    """Display edge: the cluster's parameters in display units (GB/s, Gb/s) with their sources, what NCCL's graph
+    makes of them (channels and per-channel bandwidth, x4lib.network.nccl_tuner.graphs), and the model's stated
+    assumptions (collective-predict --json and the lab page's preset table)."""
+    c = cluster
+    g = nccl_tuner.graphs(c)
+    return {
+        "model_version": MODEL_VERSION,
+        "nccl_version": nccl_tuner.tuning()["nccl"]["tag"],
+        "cluster_name": c.name,
+        "nodes": c.nodes, "gpus_per_node": c.gpus_per_node, "n_ranks": c.n_ranks,
+        "device": c.device, "arch": c.arch, "cpu": c.cpu,
+        "intra_link": c.intra.name,
+        "intra_bw_gb_s_per_direction_per_gpu": c.intra.bw_Bps / 1e9,
+        "intra_efficiency": nccl_tuner.intra_bw_Bps(c) / c.intra.bw_Bps,
+        "intra_nccl_gb_s_per_direction_per_gpu": nccl_tuner.intra_bw_Bps(c) / 1e9,
+        "nics_per_node": c.nics_per_node,
+        "network": c.nic.network if c.nic else None,
+        "nic_link": c.nic.name if c.nic else None,
+        "nic_line_rate_gbit_s_per_direction": c.nic.bw_Bps * 8 / 1e9 if c.nic else None,
+        "nic_bw_gb_s_per_direction": c.nic.bw_Bps / 1e9 if c.nic else None,
+        "node_network_gb_s_per_direction_line_rate": c.node_line_rate_Bps / 1e9,
+        "ring_channels": g["ring"].channels, "ring_gb_s_per_channel": g["ring"].bw_GBps,
+        "ring_bus_gb_s": g["ring"].channels * g["ring"].bw_GBps,
+        "nvls_available": bool(c.intra.in_network and nccl_tuner.nvls_supported(c)),
+        "ib_sharp_available": bool(c.nic and c.nic.in_network),
+        "units": "GB = 1e9 B; Gb = 1e9 bit; link rates per direction",
+        "size_suffixes": "K/M/G = powers of two (nccl-tests); KB/MB/GB = powers of ten; KiB/MiB/GiB = powers of two",
+        "sources": {k: dict(v) for k, v in c.sources.items()},
+        "model": dict(clusters.load()["assumptions"]),
+    }

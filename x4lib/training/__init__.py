@@ -1,0 +1,12 @@
+"""Training: bytes of training state and memory plans, parallelism strategies and their traffic, the MFU budget, the
+run's time and cost (6ND), and the planner that composes them.
+
+Used by: Chapters 00, 02 and 03 and the capstone.
+
+Modules: ``memory``, ``parallelism``, ``mfu``, ``planner``, ``economics``. Each is imported on first use
+(``x4lib.training.<module>``).
+"""
+from x4lib._lazy import submodules
+
+__all__ = ["memory", "parallelism", "mfu", "planner", "economics"]
+__getattr__, __dir__ = submodules(__name__, __all__)
