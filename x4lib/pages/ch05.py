@@ -252,6 +252,9 @@ def summary() -> dict:
     m = ach["mi300x"]
     S.update({"mi300x_peak": m["peak_tflops"], "mi300x_meas": m["measured_tflops"],
               "mi300x_meas_pct": 100 * m["measured_tflops"] / m["peak_tflops"]})
+    for d in ("mi355x", "b300"):
+        S[f"{d}_meas"] = ach[d]["measured_tflops"]
+        S[f"{d}_meas_pct"] = 100 * ach[d]["measured_tflops"] / ach[d]["peak_tflops"]
     g = ach["gaudi3"]
     S.update({"gaudi3_meas": g["measured_tflops"], "gaudi3_meas_pct_planned": 100 * g["measured_tflops"] / g["peak_tflops"],
               "gaudi3_meas_pct_shipping": 100 * g["measured_tflops"] / figs["gaudi3-planned-clock"]["normalised"]})
