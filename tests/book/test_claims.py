@@ -63,7 +63,7 @@ def book(tmp_path):
 def test_uncited_claims_are_flagged(sentence, claim):
     report = check(sentence + "\n")
     assert ("uncited", claim) in [(p.kind, p.claim) for p in report.problems]
-    assert report.problems[0].message == "no glue and no citation in the sentence or paragraph"
+    assert report.problems[0].message == "no glue and no citation in the sentence (or table row)"
 
 
 def test_interconnect_bandwidth_without_direction_is_flagged_twice():
@@ -91,7 +91,7 @@ def test_unknown_cite_key_without_a_claim_is_reported_once():
 
 def test_output_line_format():
     (p,) = claims.check_text("Intro.\n\nNVSwitch chips add\n5 W each.\n", "book/x.md", KEYS).problems
-    assert p.format() == 'book/x.md:4: claim "5 W": no glue and no citation in the sentence or paragraph'
+    assert p.format() == 'book/x.md:4: claim "5 W": no glue and no citation in the sentence (or table row)'
 
 
 # ---------------------------------------------------------------------------------------------- must accept
@@ -123,14 +123,24 @@ def test_glued_claims_count_as_computed_and_bare_glue_is_no_claim():
         ("{glue:text}`b:.2f` EFLOP/s", "computed"), ("{glue:text}`c:,.0f` thousand USD", "computed")]
 
 
-def test_citation_anywhere_in_the_paragraph_covers_its_claims_but_not_the_next_paragraph():
+def test_a_citation_covers_its_own_sentence_not_the_paragraph():
+    """Issue 27: a citation in the next sentence, or a number in a parenthesis of another sentence, is not
+    backed by it; in a table row the whole row counts."""
     md = """\
     HBM3 gives 3.35 TB/s.
     The card holds 80 GB {cite:p}`nvidia-h100-datasheet`.
 
     The next card holds 141 GB.
+
+    PCIe sends 130 bits per 128 {cite:p}`nvidia-h100-datasheet`. InfiniBand names its rate (400 Gb/s per
+    direction for NDR).
+
+    | part | memory |
+    |---|---|
+    | H100 {cite:p}`nvidia-h100-datasheet` | 80 GB |
     """
-    assert statuses(md) == [("3.35 TB/s", "cited"), ("80 GB", "cited"), ("141 GB", "uncited")]
+    assert statuses(md) == [("3.35 TB/s", "uncited"), ("80 GB", "cited"), ("141 GB", "uncited"),
+                            ("400 Gb/s", "uncited"), ("80 GB", "cited")]
 
 
 def test_list_items_are_their_own_units():
@@ -170,13 +180,13 @@ def test_spanish_summary_is_checked_like_the_english_text():
     md = """\
     ## Resumen en español
 
-    El entrenamiento dura {glue:text}`d:.1f` días y cuesta 300 mil dólares.
+    El entrenamiento dura {glue:text}`d:.1f` días y cuesta 300 mil dólares {cite:p}`nvidia-h100-datasheet`.
     Con un MFU supuesto del 40 %, el pico denso en BF16 es {glue:text}`p` TFLOP/s.
     NVLink da 900 GB/s por dirección {cite:p}`nvidia-h100-datasheet`.
     """
     report = check(md)
     assert [(c.text, c.status) for c in report.claims if c.status != "computed"] == [
-        ("300 mil dólares", "cited"), ("40 %", "cited"), ("900 GB/s", "cited")]
+        ("300 mil dólares", "cited"), ("40 %", "given"), ("900 GB/s", "cited")]
     assert report.problems == ()
     uncited = check("## Resumen en español\n\nCuesta 300 mil dólares.\n")
     assert [(p.kind, p.claim) for p in uncited.problems] == [("uncited", "300 mil dólares")]
@@ -378,7 +388,7 @@ A hint inside the exercise: try 4 GB first.
 
 ````{solution} ex-ring
 :class: dropdown
-The ring moves 2 GB at 25 GB/s per direction in 140 ms.
+The ring moves 2 GB at 25 GB/s in 140 ms.
 
 ```{admonition} Check
 A nested check repeats 25 GB/s and adds 3 W.
@@ -467,7 +477,7 @@ def test_main_text_output_and_exit_code(book, capsys):
     rc = cli.main(["check-claims", str(Path(book("c.md", "").parent))])
     out = capsys.readouterr().out
     assert rc == 1
-    assert 'a.md:1: claim "900 GB/s": no glue and no citation in the sentence or paragraph' in out
+    assert 'a.md:1: claim "900 GB/s": no glue and no citation in the sentence (or table row)' in out
     assert "a.md: 1 claims, 0 computed via glue, 0 cited, 0 givens, 2 problems" in out
     assert "b.md: 0 claims" in out
 
@@ -481,7 +491,7 @@ def test_main_json_and_counts_out(book, tmp_path, capsys):
     assert data == {"files": {str(page): {
         "claims": 3, "computed": 1, "cited": 0, "givens": 1,
         "problems": [{"line": 1, "claim": "5 W", "kind": "uncited",
-                      "message": "no glue and no citation in the sentence or paragraph"}]}},
+                      "message": "no glue and no citation in the sentence (or table row)"}]}},
         "total_problems": 1}
     written = json.loads(counts.read_text())
     assert written == {"files": {str(page): {"claims": 3, "computed": 1, "cited": 0, "givens": 1, "problems": 1,
@@ -537,3 +547,37 @@ def test_REAL_BOOK_has_no_claim_problems():
     problems = [p.format() for r in reports for p in r.problems]
     assert problems == []
     assert sum(len(r.claims) for r in reports) > 0
+
+
+def test_a_solution_sentence_that_explains_a_unit_is_a_claim():
+    """Issue 27: repeating the exercise's number is a given; saying how to read its unit (direction, GiB, bits)
+    is a claim, and so is the same number with another unit."""
+    md = """\
+    ```{exercise} Copy
+    :label: ex-copy
+    A link is sold as 64 GB/s and a GPU as 80 GB. How long does a 2 GB copy take?
+    ```
+    ```{solution-start} ex-copy
+    :class: dropdown
+    ```
+    At 64 GB/s the copy takes at least 31 ms.
+    The 64 GB/s counts both directions.
+    The 80 GB are 80 GiB.
+    ```{solution-end}
+    ```
+    """
+    got = [(c.text, c.status) for c in check(md).claims if c.line >= 8]
+    assert got == [("64 GB/s", "given"), ("31 ms", "uncited"), ("64 GB/s", "uncited"), ("80 GB", "given"),
+                   ("80 GiB", "uncited")]
+
+
+def test_a_wrong_assumption_is_not_a_given():
+    """Issue 27: "points to a wrong assumption" names a mistake; it does not mark the sentence's numbers given."""
+    assert statuses("An efficiency above 100 % points to a wrong assumption.\n") == [("100 %", "uncited")]
+    assert statuses("We assume an efficiency of 50 %.\n") == [("50 %", "given")]
+
+
+def test_explains_unit():
+    from x4lib.book.claims import explains_unit
+    assert explains_unit("It is the per-direction figure.") and explains_unit("Those are 80 GiB.")
+    assert not explains_unit("The copy takes longer.") and not explains_unit("Half of it is the dense rate.")

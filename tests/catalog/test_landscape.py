@@ -115,3 +115,21 @@ def test_cli_json_matches_its_schema():
 def test_cli_bad_input_exits_2():
     r = run_cli("landscape", "--status", "rumoured")
     assert r.returncode == 2 and "Traceback" not in r.stderr
+
+
+def test_every_memory_capacity_on_one_basis():
+    """Issue 27: binary-sized HBM counts as GiB whatever the vendor prints (Google and AWS print GiB, AMD's ROCm
+    table GiB, NVIDIA "GB" for binary stacks); on-chip SRAM stays as printed; every device with a memory size has
+    an entry saying which unit its source uses."""
+    from x4lib.catalog import specs
+    h100, tpu7x, mi355x, wse3 = (specs.get(d) for d in ("h100-sxm", "tpu7x", "mi355x", "wse-3"))
+    assert landscape.memory_B(h100)[0] == 80 * 2**30
+    assert landscape.memory_B(tpu7x)[0] == 192 * 2**30
+    assert landscape.memory_B(mi355x)[0] == 288 * 2**30
+    assert landscape.memory_B(wse3) == (44e9, [])
+    assert landscape.memory_printed(tpu7x)["unit"] == "GiB" and landscape.memory_printed(h100)["unit"] == "GB"
+    missing = [d.id for d in specs.load_catalog().values()
+               if "memory_gb" in d.values and d.kind != "cpu" and landscape.memory_printed(d) is None]
+    assert missing == []
+    # ratios between binary-sized parts are those of the printed numbers
+    assert landscape.memory_B(tpu7x)[0] / landscape.memory_B(h100)[0] == 192 / 80

@@ -56,3 +56,21 @@ def test_explorer_builds():
     pytest.importorskip("ipywidgets")
     w = page.comm_explorer()
     assert len(w.children) >= 7
+
+
+def test_check_summary_covers_every_row_from_4_gib():
+    """The sentence about the 1,024-GPU check is computed from every row it names, not the last one (issue 27)."""
+    s = page.check_summary()
+    rows = [r for r in page.check_rows() if float(r["size"].split()[0]) >= 4]
+    assert s["ratio_lo"] == min(r["ratio"] for r in rows) and s["ratio_hi"] == max(r["ratio"] for r in rows)
+    assert s["ratio_hi"] > 1.3 and s["ratio_lo"] > 1.0          # pessimistic on all three rows, by up to a third
+    assert 0 < s["short_lo_pct"] < s["short_hi_pct"]
+    assert s["small"] == "1 GiB" and s["small_ratio"] > 1.5       # optimistic at the smallest size
+
+
+def test_ring_ceiling_against_the_forced_ring_run():
+    """The model's ring ceiling, the node's NICs and the measured forced-Ring run of nccl-tests issue 309."""
+    r = page.ring_ceiling()
+    assert r["network_gb_s"] == 400.0                              # 8 × 400 Gb/s per direction
+    assert abs(r["measured_gb_s"] - 392.69) < 1e-9                 # the log's best busbw
+    assert r["measured_vs_model"] == ("above" if r["measured_gb_s"] > r["model_gb_s"] else "below")

@@ -11,11 +11,14 @@ inline code, directive options and role targets are never read. Each claim must 
 
 * **computed**: its number is a ``{glue:text}`` / ``{glue}`` role, or
 * **cited**: a ``{cite}``, ``{cite:p}`` or ``{cite:t}`` role with a key present in ``references.bib`` sits in
-  the same sentence, table row, paragraph or list item, or
+  the same sentence (in paragraphs and list items: a citation in the next sentence, or before a parenthesis
+  in another sentence, does not cover it), or anywhere in the same table row, heading, term or directive
+  title, or
 * a **given**: it sits in an exercise statement, in a sentence that says "given"/"assume"/"assumption"
   (Spanish: "supuesto", "suponemos"...), in a list whose lead-in paragraph says so, or in a section whose
   heading says "Assumptions"/"Givens". A number in a solution that repeats a number of its exercise's
-  statement is a given too.
+  statement, with the same unit, is a given too, unless its sentence explains the unit (says which direction
+  a bandwidth counts, GiB or GB, bits or bytes): that explanation is a claim and needs a source.
 
 Anything else is reported as ``uncited``. Two cheap unit checks are reported as ``units-hygiene``: an
 interconnect bandwidth (the sentence names NVLink, PCIe, InfiniBand, a link, a NIC...) must say which
@@ -248,6 +251,36 @@ _PRECISION = re.compile(r"\b(BF16|FP16|FP8|TF32|INT8|INT4|FP4|FP6|MXFP\d|NVFP4)\
 _DENSE_SPARSE = re.compile(r"(?i)\b(dense|sparse|sparsity|dens[oa]s?|dispers[oa]s?|dispersidad|esparsidad)\b")
 
 
+#: blocks where a citation covers only its own sentence (prose); elsewhere (table rows, headings, terms, titles)
+#: the whole block
+_SENTENCE_SCOPED = frozenset({"paragraph", "item"})
+#: a sentence that explains a number's unit: which direction it counts, binary or decimal, bits or bytes
+_EXPLAINS_UNIT = re.compile(r"(?i)\b(GiB|MiB|TiB|binary|decimal|bits?|counts?|counting)\b")
+
+
+def explains_unit(sentence: str) -> bool:
+    """Whether a sentence says how to read a number's unit (a claim of its own, never a repeated given).
+
+    >>> explains_unit("The 64 GB/s counts both directions."), explains_unit("At 64 GB/s it takes 31 ms.")
+    (True, False)
+    """
+    return bool(_EXPLAINS_UNIT.search(sentence) or _DIRECTION.search(sentence))
+
+
+def _without_claims(masked: str, start: int, end: int, claims) -> str:
+    """The sentence masked[start:end] with every claim in it blanked out (a unit in a claim explains nothing)."""
+    chars = list(masked[start:end])
+    for a, b, _ in claims:
+        for i in range(max(a, start), min(b, end)):
+            chars[i - start] = " "
+    return "".join(chars)
+
+
+def _quantities(masked: str, claims) -> set[tuple[float, str]]:
+    """(number, unit) of each claim in ``claims`` (spans of ``masked``)."""
+    return {(n, unit) for a, b, unit in claims for n in _numbers(masked[a:b])}
+
+
 def _numbers(masked: str) -> set[float]:
     out = set()
     for tok in _NUMBER_IN.findall(masked):
@@ -267,7 +300,7 @@ def check_text(text: str, path: str, bib_keys: frozenset[str]) -> FileReport:
 
     >>> r = check_text("The H100 delivers 989 TFLOP/s.\\n", "a.md", frozenset())
     >>> [p.format() for p in r.problems]
-    ['a.md:1: claim "989 TFLOP/s": no glue and no citation in the sentence or paragraph']
+    ['a.md:1: claim "989 TFLOP/s": no glue and no citation in the sentence (or table row)']
     """
     claims: list[Claim] = []
     problems: list[Problem] = []
@@ -282,14 +315,16 @@ def check_text(text: str, path: str, bib_keys: frozenset[str]) -> FileReport:
         unknown = {ch: [k for k in masked.cite_keys[ch] if k not in bib_keys] for ch in block_cites}
         unknown = {ch: ks for ch, ks in unknown.items() if ks}
         reported_unknown: set[str] = set()
+        found = find_claims(t)
         if block.context == "exercise" and block.label is not None:
-            exercise_numbers.setdefault(block.label, set()).update(_numbers(t))
+            exercise_numbers.setdefault(block.label, set()).update(_quantities(t, found))
         solution_givens = exercise_numbers.get(block.label or "", set()) if block.context == "solution" else set()
+        block_ok = block_ok and block.kind not in _SENTENCE_SCOPED
 
         starts = [x for x, _ in sentences]
         newlines = [i for i, ch in enumerate(t) if ch == "\n"]
         sentence_checked: dict = {}                        # per sentence, not per claim: linear in the block
-        for a, b, unit in find_claims(t):
+        for a, b, unit in found:
             i = bisect.bisect_right(starts, a) - 1
             sa, sb = sentences[i] if i >= 0 and sentences[i][0] <= a < sentences[i][1] else (0, len(t))
             line = block.line + bisect.bisect_left(newlines, a)
@@ -309,7 +344,8 @@ def check_text(text: str, path: str, bib_keys: frozenset[str]) -> FileReport:
             elif sentence_ok or block_ok:
                 status = "cited"
             elif (block.context == "exercise" or block.given_scope or given_sentence
-                  or (numbers and numbers <= solution_givens)):
+                  or (numbers and {(n, unit) for n in numbers} <= solution_givens
+                      and not explains_unit(_without_claims(t, sa, sb, found)))):
                 status = "given"
             else:
                 status = "uncited"
@@ -320,9 +356,9 @@ def check_text(text: str, path: str, bib_keys: frozenset[str]) -> FileReport:
                 if bad:
                     reported_unknown.update(unknown)
                     msg = (f"citation key{'s' if len(bad) > 1 else ''} {', '.join(repr(k) for k in bad)} not in "
-                           f"references.bib, so no glue and no valid citation in the sentence or paragraph")
+                           f"references.bib, so no glue and no valid citation in the sentence (or table row)")
                 else:
-                    msg = "no glue and no citation in the sentence or paragraph"
+                    msg = "no glue and no citation in the sentence (or table row)"
                 problems.append(Problem(path, line, shown, "uncited", msg))
 
             if block.context == "exercise":

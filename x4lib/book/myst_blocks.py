@@ -87,8 +87,9 @@ _ARG_NOT_PROSE = {
     "glue", "glue:any", "glue:md", "glue:math", "literalinclude", "include", "bibliography",
 }
 #: a sentence that states an assumption (also read by x4lib.book.claims: a number in it is a given)
-GIVEN_SENTENCE = re.compile(r"(?i)\b(givens?|assum(?:e|es|ed|ing|ption|ptions)|supuest[oa]s?|supon\w*"
-                            r"|supong\w*|suponiendo)\b")
+#: ("a wrong assumption", "a hidden assumption" name a mistake, not a given: those do not count)
+GIVEN_SENTENCE = re.compile(r"(?i)\b(givens?|assum(?:e|es|ed|ing)|(?<!wrong )(?<!false )(?<!bad )(?<!hidden )"
+                            r"(?<!faulty )(?<!mistaken )assumptions?|supuest[oa]s?|supon\w*|supong\w*|suponiendo)\b")
 _GIVEN_HEADING = re.compile(r"(?i)\b(assumptions?|givens?|supuestos?)\b")
 _URL = re.compile(r"<?https?://[^\s>)]+>?")          # a bare URL is a text token (linkify is off)
 # in a raw HTML block; a comment left open runs to the end (as in HTML), so the scan stays linear

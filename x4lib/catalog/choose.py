@@ -64,7 +64,9 @@ def candidates(include_announced: bool = False) -> list[specs.Device]:
 
 
 def usable_B(dev: specs.Device, chips: int = 1) -> float:
-    return memory.capacity_B(dev) * (1 - WORKSPACE_FRACTION) * chips
+    """Memory a workload may fill on ``chips`` of ``dev``: the capacity on chapter 05's basis
+    (:func:`x4lib.catalog.landscape.memory_B`: binary-sized HBM as GiB, GB = 1e9 B) less the workspace."""
+    return landscape.memory_B(dev)[0] * (1 - WORKSPACE_FRACTION) * chips
 
 
 def _price(dev: specs.Device):

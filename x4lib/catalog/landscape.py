@@ -122,8 +122,8 @@ def data() -> Mapping:
         where = "/".join(str(p) for p in exc.absolute_path) or "(top level)"
         raise LandscapeDataError(f"{DATA_PATH.name}: {where}: {exc.message}") from None
     catalog = specs.load_catalog()
-    for section in ("scaleup_domains", "scaleout"):
-        for dev in doc[section]:
+    for section in ("scaleup_domains", "scaleout", "memory_printed"):
+        for dev in doc.get(section, {}):
             if dev not in catalog:
                 raise LandscapeDataError(f"{DATA_PATH.name}: {section}.{dev}: not a catalog id")
     for f in doc["vendor_figures"]:
@@ -188,16 +188,37 @@ def _cell(value, unit, basis, source, conversions=()):
     return {"value": value, "unit": unit, "basis": basis, "source": source, "conversions": list(conversions)}
 
 
-def _memory_cell(dev: specs.Device) -> dict | None:
+def memory_printed(dev: specs.Device) -> Mapping | None:
+    """The unit ``dev``'s memory figure is printed in and whether it is binary-sized (landscape.yaml)."""
+    return data().get("memory_printed", {}).get(dev.id)
+
+
+def memory_B(dev: specs.Device) -> tuple[float, list[str]] | None:
+    """What ``dev`` holds, in bytes, on the chapter's basis, and the conversions applied: a binary-sized capacity
+    N (printed as "N GB" or "N GiB") is N x 2^30 B; on-chip SRAM and devices without an entry are taken as printed,
+    N x 1e9 B. None when the catalog has no memory size. Used in: book/05-the-accelerator-landscape-2026.md"""
     v = _v(dev, "memory_gb")
     if v is None:
         return None
-    printed = [f for f in data()["vendor_figures"] if f["device"] == dev.id and f["catalog_field"] == "memory_gb"]
+    p = memory_printed(dev)
+    if p is None or not p["binary"] or dev.kind in ("wafer-scale", "lpu"):
+        return v.value * 1e9, []
+    if p["unit"] == "GiB":
+        return v.value * GIB_B, [f"GiB → GB: {v.value:g} GiB printed = {v.value * GIB_B / 1e9:.1f} GB"]
+    return v.value * GIB_B, [f"binary-sized: the vendor's {v.value:g} GB are {v.value:g} GiB = "
+                             f"{v.value * GIB_B / 1e9:.1f} GB"]
+
+
+def _memory_cell(dev: specs.Device) -> dict | None:
+    got = memory_B(dev)
+    if got is None:
+        return None
+    value_B, conversions = got
     kind = "on-chip SRAM" if dev.kind in ("wafer-scale", "lpu") else "device memory"
-    if printed:
-        n = normalise_figure(printed[0])
-        return _cell(n.value_si / 1e9, "GB", f"{kind}, GB = 1e9 B", printed[0]["source"], n.conversions)
-    return _cell(v.value, "GB", f"{kind}, as the vendor states it", v.source)
+    p = memory_printed(dev)
+    source = p["source"] if p else _v(dev, "memory_gb").source
+    basis = f"{kind}, GB = 1e9 B" if conversions else f"{kind}, as the vendor states it"
+    return _cell(value_B / 1e9, "GB", basis, source, conversions)
 
 
 def row(device: specs.Device | str) -> dict:

@@ -107,6 +107,7 @@ def tensor_numbers() -> dict:
         "h100_fp8_dense": h100.values["fp8_dense_tflops"].value,
         "h100_fp32": h100.values["fp32_tflops"].value,
         "h100_tensor_over_fp32": h100.values["bf16_dense_tflops"].value / h100.values["fp32_tflops"].value,
+        "h100_tf32_over_fp32": h100.values["tf32_dense_tflops"].value / h100.values["fp32_tflops"].value,
         "h100_tflops_per_w": h100.values["bf16_dense_tflops"].value / h100.values["tdp_w"].value,
         "h100_tflops_per_w_sparse": h100.values["bf16_sparse_tflops"].value / h100.values["tdp_w"].value,
         "h100_tdp": h100.values["tdp_w"].value,
@@ -564,6 +565,7 @@ def variant_numbers() -> dict:
             "pcie_clock": pcie.peak_basis["clock_mhz"], "pcie_bw": pcie.values["memory_bw_gb_s"].value,
             "sxm_bw": sxm.values["memory_bw_gb_s"].value, "nvl_bw": nvl.values["memory_bw_gb_s"].value,
             "nvl_mem": nvl.values["memory_gb"].value, "pcie_tdp": pcie.values["tdp_w"].value,
+            "nvl_sms": nvl.peak_basis["units"], "nvl_clock": nvl.peak_basis["clock_mhz"],
             "nvl_tdp": nvl.values["tdp_w"].value, "pcie_nvlink": pcie.values["scaleup_bw_gb_s_per_direction"].value}
 
 

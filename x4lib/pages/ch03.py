@@ -154,6 +154,20 @@ def check_rows() -> list[dict]:
             for r in chk["rows"]]
 
 
+def check_summary(from_B: int = 4 * 2**30) -> dict:
+    """The published 1,024-GPU check summed up over every row at or above ``from_B``: the range of model/measured
+    time and of the model's busbw shortfall (1 - model/measured busbw, in %), and the smallest size's
+    measured/model time. Used in: book/03-interconnects-and-topology.md."""
+    (chk,) = par.published_checks()
+    big = [r for r in chk["rows"] if r["size_B"] >= from_B]
+    small = min(chk["rows"], key=lambda r: r["size_B"])
+    ratios = [r["model_time_s"] / r["measured_time_s"] for r in big]
+    short = [100 * (1 - r["model_busbw_Bps"] / r["measured_busbw_Bps"]) for r in big]
+    return {"from": f"{from_B / 2**30:g} GiB", "to": f"{max(r['size_B'] for r in big) / 2**30:g} GiB",
+            "ratio_lo": min(ratios), "ratio_hi": max(ratios), "short_lo_pct": min(short), "short_hi_pct": max(short),
+            "small": f"{small['size_B'] / 2**30:g} GiB", "small_ratio": small["measured_time_s"] / small["model_time_s"]}
+
+
 def check_table():
     return table(check_rows(), {"size": "size", "measured_ms": Col("measured", "ms", "{:,.1f}"),
                                 "model_ms": Col("model", "ms", "{:,.1f}"),
@@ -388,3 +402,25 @@ def comm_explorer():
         global_batch=w.Dropdown(options=[256, 512, 1024, 2048], value=1024, description="batch (seq.)"),
         in_network=w.Checkbox(value=False, description="NVLink/IB SHARP"),
     )
+
+
+# ------------------------------------------------------------------------------------------------ ring ceiling
+
+#: nccl-tests issue 309: 2 × 8 H100, eight 400 Gb/s InfiniBand NICs per node, NCCL_ALGO=Ring (tests/data/README.md)
+RING_RUN_309 = "nccl-tests_h100-80gb-x16_2node_all_reduce_nccltests309-gjaion-ring.log"
+
+
+def ring_ceiling() -> dict:
+    """The model's bandwidth-bound ring busbw on the quiz cluster, where the model puts its limit, the node's
+    network line rate per direction, and the best busbw a forced-Ring run on 2 × 8 H100 with the same NICs
+    measured (GB/s = 1e9 B/s). Used in: book/03-interconnects-and-topology.md, "Collectives on the quiz cluster"."""
+    from x4lib.catalog import published
+    from x4lib.network import nccl_log
+    clu = quiz_inputs()[1]
+    ring = collectives.predict("all_reduce", 1e15, clu, algorithm="ring")     # the bandwidth-bound limit
+    log = nccl_log.read_path(published.LOG_DIR / RING_RUN_309)
+    measured = max(p.busbw_gb_s for r in log.rows for _, p in r.placements())
+    model, network = ring.busbw_Bps / 1e9, clu.node_line_rate_Bps / 1e9
+    return {"model_gb_s": model, "model_limit": ring.bottleneck.split(":")[0], "network_gb_s": network,
+            "model_vs_network": "below" if model < network else "at or above", "measured_gb_s": measured,
+            "measured_vs_model": "above" if measured > model else "below"}

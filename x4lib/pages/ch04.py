@@ -49,18 +49,24 @@ def rack_limits() -> list[dict]:
     server_kW = specs.get("h100-sxm").values["server_power_w_per_gpu"].value * 8 / 1e3
     servers = math.ceil(quiz()["n_gpus"] / 8)
     rows = []
-    for label, kW, src, cooling in (
-            ("typical rack, 2025 survey mode", dc.value("typical_rack_kw_2025")["value"], "uptime-density-2026", "air"),
-            ("DGX H100 SuperPOD rack (more than this)", dc.value("superpod_h100_rack_kw")["value"],
-             "nvidia-superpod-h100-ra", "air"),
-            ("GB200 reference rack, power-shelf rating",
+    sp = dc.value("superpod_h100_dgx_per_rack")
+    for label, kW, src, cooling, per_rack in (
+            ("typical rack, 2025 survey mode", dc.value("typical_rack_kw_2025")["value"], "uptime-density-2026", "air",
+             None),
+            ("DGX H100 SuperPOD compute rack (NVIDIA's layout)", sp["value"] * server_kW,
+             f"{sp['source']}, nvidia-superpod-h100-ra", "air", sp["value"]),
+            ("GB200 reference rack, power-shelf supply rating (redundant)",
              dc.value("gb200_rack_power_shelf_kw")["value"] * dc.value("gb200_rack_power_shelves")["value"],
-             "nvidia-bcm-power-shelf", "liquid")):
-        per_rack = max(0, math.floor(kW / server_kW + 1e-9))
-        rows.append({"rack": label, "cooling": cooling, "kW": kW, "per_rack": per_rack,
+             "nvidia-bcm-power-shelf", "liquid", 0)):
+        if per_rack is None:
+            per_rack = max(0, math.floor(kW / server_kW + 1e-9))
+        if cooling == "liquid":                          # air-cooled DGX H100 do not go into a liquid-cooled rack
+            text = "not for air-cooled DGX H100"
+        else:
+            text = f"{math.ceil(servers / per_rack):,}" if per_rack else "not one server fits"
+        rows.append({"rack": label, "cooling": cooling, "kW": kW, "per_rack": per_rack or None,
                      "racks": math.ceil(servers / per_rack) if per_rack else None,
-                     "racks_text": f"{math.ceil(servers / per_rack):,}" if per_rack else "not one server fits",
-                     "source": src})
+                     "racks_text": text, "source": src})
     return rows
 
 
@@ -522,7 +528,8 @@ def summary() -> dict:
     s["pue_hyper"], s["pue_avg"] = pc[0]["pue"], pc[1]["pue"]
     s["load_fraction_pct"] = 100 * _eco("epoch_server_tdp_fraction_gpu")
     racks = rack_limits()
-    s["rack_typical_kw"], s["rack_superpod_kw"], s["rack_gb200_kw"] = (r["kW"] for r in racks)
+    s["rack_typical_kw"], _, s["rack_gb200_kw"] = (r["kW"] for r in racks)
+    s["rack_superpod_kw"] = dc.value("superpod_h100_rack_kw")["value"]    # "exceeds 40 kW" (reference architecture)
     s["racks_typical"], s["racks_superpod"] = racks[0]["racks"], racks[1]["racks"]
     s["dgx_per_superpod_rack"] = racks[1]["per_rack"]
     s["gb200_shelf_kw"] = dc.value("gb200_rack_power_shelf_kw")["value"]
@@ -538,6 +545,7 @@ def summary() -> dict:
     s["us_ind_cents"] = rows[("United States", "industrial")]["value"]
     s["iowa_ind_cents"] = rows[("Iowa", "industrial")]["value"]
     s["ma_ind_cents"] = rows[("Massachusetts", "industrial")]["value"]
+    s["ri_ind_cents"] = rows[("Rhode Island", "industrial")]["value"]
     s["ny_ind_cents"] = rows[("New York", "industrial")]["value"]
     s["ny_com_cents"] = rows[("New York", "commercial")]["value"]
     s["eu_low_eur"] = rows[("EU, lowest (Finland)", "non-household")]["value"]

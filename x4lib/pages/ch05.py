@@ -207,6 +207,10 @@ def summary() -> dict:
         S[f"{fid.replace('-', '_')}_printed"] = f["value"]
         S[f"{fid.replace('-', '_')}_norm"] = f["normalised"]
     S["mi300x_per_peer"] = figs["mi300x-aggregate-p2p"]["per_peer"]
+    for d in ("h100-sxm", "mi355x"):                   # printed "GB" of binary-sized HBM on the GB = 1e9 B basis
+        dev = cat[d]
+        S[f"{d.replace('-', '_')}_mem_printed"] = dev.values["memory_gb"].value
+        S[f"{d.replace('-', '_')}_mem_norm"] = landscape.memory_B(dev)[0] / 1e9
     S["gaudi3_planned_mhz"] = figs["gaudi3-planned-clock"]["planned_clock_mhz"]
     S["gaudi3_shipping_mhz"] = figs["gaudi3-planned-clock"]["shipping_clock_mhz"]
     for d in ("h100-sxm", "b300", "gb300", "mi355x", "tpu7x", "tpu-v6e", "trn3", "rubin", "mi455x", "gaudi3"):
@@ -248,6 +252,9 @@ def summary() -> dict:
     m = ach["mi300x"]
     S.update({"mi300x_peak": m["peak_tflops"], "mi300x_meas": m["measured_tflops"],
               "mi300x_meas_pct": 100 * m["measured_tflops"] / m["peak_tflops"]})
+    for d in ("mi355x", "b300"):
+        S[f"{d}_meas"] = ach[d]["measured_tflops"]
+        S[f"{d}_meas_pct"] = 100 * ach[d]["measured_tflops"] / ach[d]["peak_tflops"]
     g = ach["gaudi3"]
     S.update({"gaudi3_meas": g["measured_tflops"], "gaudi3_meas_pct_planned": 100 * g["measured_tflops"] / g["peak_tflops"],
               "gaudi3_meas_pct_shipping": 100 * g["measured_tflops"] / figs["gaudi3-planned-clock"]["normalised"]})
