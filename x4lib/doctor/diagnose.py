@@ -155,7 +155,7 @@ def diagnose_text(text: str, name: str = "<text>", reader_notes=()) -> tuple[Inp
     lead = named_cause(found)
     cause = None if lead is None else {"category": lead.category, "rule": lead.rule.id,
                                        "line": lead.evidence[0].line if lead.evidence else None}
-    nxt = None if lead is not None and lead.severity != "note" else paste.next_command(sc)
+    nxt = None if lead is not None else paste.next_command(sc)
     report = dataclasses.replace(report, named_cause=cause, next_command=nxt,
                                  warnings=tuple(reader_notes) + report.warnings)
     return report, found

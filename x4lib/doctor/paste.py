@@ -96,8 +96,9 @@ SIGNALS: tuple[Signal, ...] = (
     # -- nccl-tests
     _s("nccltests-row", "nccl-tests-row", ("sum", "prod", "max", "min", "avg", "none"),
        r"^[0-9]{1,12}\s+[0-9]{1,12}\s+(?:float|half|bfloat16|double|u?int(?:8|32|64))\s+(?:sum|prod|max|min|avg|none)"
-       r"\s+-?[0-9]{1,3}\s+[0-9.]{1,14}\s+([0-9.]{1,10})\s+([0-9.]{1,10})"),
-    _s("nccltests-avg", "nccl-tests-row", "avg bus bandwidth", r"# ?Avg bus bandwidth\s*:\s*([0-9.]{1,12})"),
+       r"\s+-?[0-9]{1,3}\s+[0-9.]{1,14}\s+([0-9]{1,9}(?:\.[0-9]{1,4})?)\s+([0-9]{1,9}(?:\.[0-9]{1,4})?)\b"),
+    _s("nccltests-avg", "nccl-tests-row", "avg bus bandwidth",
+       r"# ?Avg bus bandwidth\s*:\s*([0-9]{1,9}(?:\.[0-9]{1,6})?)\b"),
     _s("busbw-prose", "busbw-figure", ("busbw", "bus bandwidth", "algbw"),
        r"(?:busbw|bus ?bandwidth|algbw)\D{0,30}" + _GBPS),
     # -- nvidia-smi, power and clocks
