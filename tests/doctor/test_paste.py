@@ -98,7 +98,8 @@ def test_from_stdin_reads_a_paste_and_json_keeps_its_contract():
     assert r.returncode == 1, r.stderr
     doc = json.loads(r.stdout)
     jsonschema.validate(doc, load_schema("doctor_output.schema.json"))
-    assert doc["inputs"][0]["named_cause"] == {"category": "tcp-fallback", "rule": "net-socket-nodes-unknown",  # the Socket line
+    # the Socket line names the cause
+    assert doc["inputs"][0]["named_cause"] == {"category": "tcp-fallback", "rule": "net-socket-nodes-unknown",
                                                "line": 2}
     with pytest.raises(doctor.DoctorError, match="binary"):
         doctor.diagnose_files(["-"], stdin=io.BytesIO(b"\0\1\2" * 100))

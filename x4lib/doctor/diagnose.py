@@ -9,8 +9,8 @@ Two ways in.
   harness (``x4lib.harness.bench``: CUDA events on a GPU, ``perf_counter`` on a CPU), and on a GPU read ``nvidia-smi -q``
   and ``nvidia-smi topo -m`` through ``subprocess``. The best rate is compared with ``x4lib.doctor.rate_check.expected_matmul`` (the
   one place the expected rate of a shape comes from) and the triad with the catalog's memory bandwidth.
-- **From files** (:func:`diagnose_files`; ``-`` is standard input, so a reader can paste): every file is untrusted text, read with ``x4lib.network.nccl_log``'s file
-  rules (a regular file of at most 64 MiB; UTF-8, or UTF-16/32 with or without a byte-order mark; binary refused)
+- **From files** (:func:`diagnose_files`; ``-`` is standard input, so a reader can paste): every file is untrusted
+  text, read with ``x4lib.network.nccl_log``'s file rules (a regular file of at most 64 MiB; UTF-8, or UTF-16/32 with or without a byte-order mark; binary refused)
   and recognised by its content, never by its name: an nccl-tests / rccl-tests log with or without NCCL_DEBUG=INFO
   lines, NCCL_DEBUG output alone, ``nvidia-smi -q``, ``nvidia-smi topo -m``, ``lspci -vv`` excerpts, and the labs'
   ``results.json``. A file may hold several of these, or fragments of them inside a bug report (markdown, quoted
@@ -156,8 +156,11 @@ def diagnose_text(text: str, name: str = "<text>", reader_notes=()) -> tuple[Inp
     cause = None if lead is None else {"category": lead.category, "rule": lead.rule.id,
                                        "line": lead.evidence[0].line if lead.evidence else None}
     nxt = None if lead is not None else paste.next_command(sc)
+    stop = () if sc.stopped_at is None else (
+        f"line {sc.stopped_at}: pasted-text patterns stopped at their bound (paste.MAX_CANDIDATES lines, "
+        "paste.MAX_WORK_CHARS); the rest is not searched",)
     report = dataclasses.replace(report, named_cause=cause, next_command=nxt,
-                                 warnings=tuple(reader_notes) + report.warnings)
+                                 warnings=tuple(reader_notes) + report.warnings + stop)
     return report, found
 
 

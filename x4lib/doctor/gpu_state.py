@@ -176,7 +176,8 @@ def diagnose_lspci(text: str, name: str) -> tuple[InputReport, list[Finding]]:
             cap = (float(m.group(2)), int(m.group(4)), i)
             continue
         if m := _ACSCTL_RE.search(line):
-            if m.group(1) == "+" or (m.group(2) and int(m.group(2), 16) & 0x1d):  # SrcValid|ReqRedir|CmpltRedir|UpstreamFwd
+            # hex form: SrcValid 0x01 | ReqRedir 0x04 | CmpltRedir 0x08 | UpstreamFwd 0x10
+            if m.group(1) == "+" or (m.group(2) and int(m.group(2), 16) & 0x1d):
                 acs.append(i)
             continue
         m = _LNKSTA_RE.search(line)

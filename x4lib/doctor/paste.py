@@ -32,6 +32,12 @@ from x4lib.doctor.findings import Finding, Lines, Quantity, new_finding
 MAX_LINE = 4096
 #: most lines kept per signal
 MAX_HITS = 16
+#: most lines whose cues send them to the patterns (a bound on the time a hostile text can take: about 10 s on a
+#: slow shared core); the lines after it are still read by the tool readers, and the report says where it stopped
+MAX_CANDIDATES = 50_000
+#: most characters the patterns may read in all (line length × patterns tried, summed): the other bound, for texts of
+#: long lines full of cues; a real paste uses well under a tenth of it
+MAX_WORK_CHARS = 40_000_000
 
 _I = re.IGNORECASE
 _QUOTE_RE = re.compile(r"^[ \t]*(?:>[ \t]?){1,16}")
@@ -176,6 +182,7 @@ class Scan:
     """What :func:`scan` found: signal id -> [(line number, match)], and the cleaned lines."""
     hits: dict
     lines: Lines
+    stopped_at: int | None = None  # the last line sent to the patterns (MAX_CANDIDATES, MAX_WORK_CHARS), if stopped
 
     def has(self, *sids: str) -> bool:
         return any(self.hits.get(s) for s in sids)
@@ -191,24 +198,46 @@ class Scan:
         return out
 
 
+#: most lines kept for a signal that a rule reads as a table (nccl-tests rows: the best row is wanted)
+_LIMITS = {"nccltests-row": 4096}
+_BY_CUE: dict[str, tuple[Signal, ...]] = {}
+for _sig in SIGNALS:
+    for _c in _sig.cue:
+        _BY_CUE[_c] = _BY_CUE.get(_c, ()) + (_sig,)
+_CUE_RE = re.compile("|".join(re.escape(c) for c in sorted(_BY_CUE, key=len, reverse=True)))
+
+
 def scan(text: str, name: str) -> Scan:
-    """Every signal of :data:`SIGNALS` on every line (module docstring): linear in the text's length."""
+    """Every signal of :data:`SIGNALS` on every line (module docstring): one search for the cues per line, then
+    only the patterns whose cue is in it, each until it has its most lines; linear in the text's length."""
     L = Lines(name, text)
     hits: dict[str, list] = {}
-    cues = sorted({c for s in SIGNALS for c in s.cue})
-    cue_re = re.compile("|".join(re.escape(c) for c in cues))
+    full: set[str] = set()
+    candidates, work, stopped = 0, 0, None
     for i, raw in enumerate(L.lines, 1):
         low = raw[:MAX_LINE].lower()
-        if not cue_re.search(low):
+        cues = set(_CUE_RE.findall(low))
+        if not cues:
             continue
+        todo = {s.id: s for c in cues for s in _BY_CUE[c] if s.id not in full}
+        if not todo:
+            continue
+        candidates += 1
         line = clean(raw)
-        for s in SIGNALS:
-            if len(hits.get(s.id, ())) >= MAX_HITS or not any(c in low for c in s.cue):
-                continue
+        work += len(line) * len(todo)
+        if candidates > MAX_CANDIDATES or work > MAX_WORK_CHARS:
+            stopped = i - 1
+            break
+        for s in todo.values():
             m = s.regex.search(line)
             if m:
-                hits.setdefault(s.id, []).append((i, m))
-    return Scan(hits, L)
+                got = hits.setdefault(s.id, [])
+                got.append((i, m))
+                if len(got) >= _LIMITS.get(s.id, MAX_HITS):
+                    full.add(s.id)
+        if len(full) == len(SIGNALS):
+            break
+    return Scan(hits, L, stopped)
 
 
 # ------------------------------------------------------------------------------------------ expected figures
