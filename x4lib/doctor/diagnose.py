@@ -10,9 +10,9 @@ Two ways in.
   and ``nvidia-smi topo -m`` through ``subprocess``. The best rate is compared with ``x4lib.doctor.rate_check.expected_matmul`` (the
   one place the expected rate of a shape comes from) and the triad with the catalog's memory bandwidth.
 - **From files** (:func:`diagnose_files`; ``-`` is standard input, so a reader can paste): every file is untrusted
-  text, read with ``x4lib.network.nccl_log``'s file rules (a regular file of at most 64 MiB; UTF-8, or UTF-16/32 with or without a byte-order mark; binary refused)
-  and recognised by its content, never by its name: an nccl-tests / rccl-tests log with or without NCCL_DEBUG=INFO
-  lines, NCCL_DEBUG output alone, ``nvidia-smi -q``, ``nvidia-smi topo -m``, ``lspci -vv`` excerpts, and the labs'
+  text, read with ``x4lib.network.nccl_log``'s file rules (a regular file of at most 64 MiB; UTF-8, or UTF-16/32
+  with or without a byte-order mark; binary refused) and recognised by its content, never by its name: an
+  nccl-tests / rccl-tests log with or without NCCL_DEBUG=INFO lines, NCCL_DEBUG output alone, ``nvidia-smi -q``, ``nvidia-smi topo -m``, ``lspci -vv`` excerpts, and the labs'
   ``results.json``. A file may hold several of these, or fragments of them inside a bug report (markdown, quoted
   replies, tables, launcher prefixes): :mod:`x4lib.doctor.paste` finds those fragments and the reporter's sentences
   that rules need. Nothing in a file is executed; every pattern runs on one line in time linear in its length.
