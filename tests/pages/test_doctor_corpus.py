@@ -29,7 +29,7 @@ def test_the_corpus_is_stored_whole_with_provenance_and_a_held_out_quarter():
 def test_the_score_is_the_doctors_on_every_case():
     s = dc.summary()
     assert s["all"] == (37, 45) and s["written_against"] == (34, 34) and s["held_out"] == (3, 11)
-    assert s["refused"] == 3
+    assert s["refused"] == 3 and s["refused_held_out"] == 3
     assert sum(v[1] for v in s["by_category"].values()) == 45
     # every named case quotes the thread's evidence line in a finding of the thread's category
     for r in dc.scores():

@@ -75,8 +75,8 @@ def scores() -> tuple[CaseScore, ...]:
 
 
 def summary() -> dict:
-    """{"all": (named, cases), "written_against": (...), "held_out": (...), "refused": n, "by_category": {cat: (named,
-    cases, held-out named, held-out cases)}}."""
+    """{"all": (named, cases), "written_against": (...), "held_out": (...), "refused": n, "refused_held_out": n,
+    "by_category": {cat: (named, cases, held-out named, held-out cases)}}."""
     s = scores()
 
     def count(rows):
@@ -86,6 +86,7 @@ def summary() -> dict:
           for c in CATEGORY}
     return {"all": count(s), "written_against": count(r for r in s if not r.held_out),
             "held_out": count(r for r in s if r.held_out), "refused": sum(r.exit_code == 2 for r in s),
+            "refused_held_out": sum(r.exit_code == 2 for r in s if r.held_out),
             "by_category": by}
 
 
