@@ -1,12 +1,13 @@
-"""The doctor, "is my number right?": recognising what a reader pastes, the rule book and its findings, GPU state from
-`nvidia-smi -q`/`lspci`, rate checks, and the command.
+"""The doctor, "is my number right?": recognising what a reader pastes (whole tool outputs, and fragments inside a
+bug report: ``paste``), the rule book and its findings, GPU state from `nvidia-smi -q`/`lspci`, rate checks, and the
+command.
 
 Used by: Labs 00 and 01 (the stored real cases) and the README's "Is my number right?".
 
-Modules: ``diagnose``, ``findings``, ``gpu_state``, ``rate_check``. Each is imported on first use
+Modules: ``diagnose``, ``findings``, ``gpu_state``, ``paste``, ``rate_check``. Each is imported on first use
 (``x4lib.doctor.diagnose.<module>``).
 """
 from x4lib._lazy import submodules
 
-__all__ = ["diagnose", "findings", "gpu_state", "rate_check"]
+__all__ = ["diagnose", "findings", "gpu_state", "paste", "rate_check"]
 __getattr__, __dir__ = submodules(__name__, __all__)

@@ -9,12 +9,14 @@ Two ways in.
   harness (``x4lib.harness.bench``: CUDA events on a GPU, ``perf_counter`` on a CPU), and on a GPU read ``nvidia-smi -q``
   and ``nvidia-smi topo -m`` through ``subprocess``. The best rate is compared with ``x4lib.doctor.rate_check.expected_matmul`` (the
   one place the expected rate of a shape comes from) and the triad with the catalog's memory bandwidth.
-- **From files** (:func:`diagnose_files`): every file is untrusted text, read with ``x4lib.network.nccl_log``'s file
-  rules (a regular file of at most 64 MiB; UTF-8, or UTF-16/32 with or without a byte-order mark; binary refused)
-  and recognised by its content, never by its name: an nccl-tests / rccl-tests log with or without NCCL_DEBUG=INFO
-  lines, NCCL_DEBUG output alone, ``nvidia-smi -q``, ``nvidia-smi topo -m``, ``lspci -vv`` excerpts, and the labs'
-  ``results.json``. Nothing in a file is executed; every pattern runs on one line in time linear in its length.
-  A file that is none of these is named as such (exit 2).
+- **From files** (:func:`diagnose_files`; ``-`` is standard input, so a reader can paste): every file is untrusted
+  text, read with ``x4lib.network.nccl_log``'s file rules (a regular file of at most 64 MiB; UTF-8, or UTF-16/32
+  with or without a byte-order mark; binary refused) and recognised by its content, never by its name: an
+  nccl-tests / rccl-tests log with or without NCCL_DEBUG=INFO lines, NCCL_DEBUG output alone, ``nvidia-smi -q``, ``nvidia-smi topo -m``, ``lspci -vv`` excerpts, and the labs'
+  ``results.json``. A file may hold several of these, or fragments of them inside a bug report (markdown, quoted
+  replies, tables, launcher prefixes): :mod:`x4lib.doctor.paste` finds those fragments and the reporter's sentences
+  that rules need. Nothing in a file is executed; every pattern runs on one line in time linear in its length.
+  Only a file in which nothing at all is recognised is refused (exit 2).
 
 What it says. Each finding (``x4lib.doctor.findings``) comes from one rule of ``x4lib/data/doctor_rules.yaml``: a category
 (``tcp-fallback``, ``p2p-disabled``, ``pcie-downtrained``, ``power-or-thermal-throttle``,
@@ -32,7 +34,7 @@ are ``x4lib.doctor.findings``; ``nvidia-smi -q`` and ``lspci -vv`` are read by `
 the expected rates by ``x4lib.doctor.rate_check``; this module recognises inputs, reads logs, measures here and prints.
 
 Exit codes: 0 nothing wrong (notes only); 1 a problem or warning found; 2 bad input (missing, unreadable,
-binary or unrecognised file; a results.json that breaks its schema). Used in: book/lab-00-roofline.md,
+binary file, or text in which nothing is recognised; a results.json that breaks its schema). Used in: book/lab-00-roofline.md,
 book/lab-01-collectives.md ("Is my number right?").
 """
 from __future__ import annotations
@@ -46,7 +48,7 @@ from pathlib import Path
 from typing import Mapping
 
 from x4lib.doctor.findings import (KIND_NAMES, RECOGNISED, SEVERITIES, DoctorError, Evidence, Finding, InputReport, Lines,
-                            Quantity, Report, load_rules, new_finding, threshold)
+                                   Quantity, Report, load_rules, named_cause, new_finding, threshold)
 from x4lib.doctor.gpu_state import diagnose_lspci, diagnose_smi
 from x4lib.doctor.rate_check import diagnose_json, matmul_checks, mem_rows, rate_rows
 
@@ -78,53 +80,116 @@ _TOPO_HEADER_RE = re.compile(r"(^|\s)GPU0(\s|$)")
 _LSPCI_RE = re.compile(r"\b(LnkCap|LnkSta|ACSCtl|ACSCap|LnkCtl):")
 
 
-def detect_kind(text: str) -> str:
-    """The input's kind, told by its content (the first match, in the order of the module docstring)."""
+def detect_kinds(text: str) -> list[str]:
+    """Every tool kind whose output is in the text (a paste may hold several), in the order of the module
+    docstring; ["json"] for a JSON document; [] for none."""
     from x4lib.network import nccl_rows
     stripped = text.lstrip()
     if stripped.startswith("{"):
-        return "json"
+        return ["json"]
     lines = text.splitlines()
+    kinds = []
     if any(nccl_rows.parse_header(ln.strip(), i) for i, ln in enumerate(lines, 1) if "busbw" in ln):
-        return "nccl-tests-log"
-    if any(" NCCL INFO " in ln or " NCCL WARN " in ln or nccl_rows.parse_rank(ln.strip(), i)
-           for i, ln in enumerate(lines, 1)):
-        return "nccl-debug"
+        kinds.append("nccl-tests-log")
+    elif any(" NCCL INFO " in ln or " NCCL WARN " in ln or nccl_rows.parse_rank(ln.strip(), i)
+             for i, ln in enumerate(lines, 1)):
+        kinds.append("nccl-debug")
     if "NVSMI LOG" in text or (any(ln.strip() in _NVSMI_SECTIONS for ln in lines)
                                and sum(bool(_KV_RE.match(ln.strip())) for ln in lines) >= 2):
-        return "nvidia-smi-q"
+        kinds.append("nvidia-smi-q")
     if any(_TOPO_HEADER_RE.search(ln) and ("Affinity" in ln or "GPU1" in ln) for ln in lines) or \
             "Connection traversing a bonded set" in text:
-        return "nvidia-smi-topo"
+        kinds.append("nvidia-smi-topo")
     if any(_LSPCI_RE.search(ln) for ln in lines):
-        return "lspci"
-    return "unrecognised"
+        kinds.append("lspci")
+    return kinds
+
+
+#: pasted-text rules left to a tool's reader when the text holds that tool's output: the reader decides them with
+#: more context (the node count, the results table, the capability beside the status)
+_READER_DECIDES = {
+    "nccl-debug": ("net-socket-nodes-unknown", "p2p-not-supported", "rccl-iommu-pt-missing"),
+    "nccl-tests-log": ("net-socket-nodes-unknown", "p2p-not-supported", "rccl-iommu-pt-missing", "avg-busbw-not-peak",
+                       "gdr-level-forced", "cpu-binding", "cumem-disabled-no-mnnvl"),
+    "lspci": ("acs-enabled", "pcie-width-downgraded"),
+    "nvidia-smi-q": ("clock-reason-in-paste", "power-limit-lowered"),
+}
+
+
+def detect_kind(text: str) -> str:
+    """The input's kind, told by its content (the first match, in the order of the module docstring)."""
+    kinds = detect_kinds(text)
+    return kinds[0] if kinds else "unrecognised"
 
 
 def diagnose_text(text: str, name: str = "<text>", reader_notes=()) -> tuple[InputReport, list[Finding]]:
-    """Recognise one input by its content and apply the rules of its kind. Raises :class:`DoctorError` (exit 2)
-    for text the doctor does not recognise."""
-    kind = detect_kind(text)
-    if kind == "json":
+    """Recognise one input by its content and apply the rules of every kind found in it: each tool's reader, then
+    the pasted-text rules (``x4lib.doctor.paste``) on whatever else the text holds. Raises :class:`DoctorError`
+    (exit 2) only for text in which nothing at all is recognised."""
+    from x4lib.doctor import paste
+    kinds = detect_kinds(text)
+    if kinds == ["json"]:
         return diagnose_json(text, name, reader_notes)
-    if kind == "unrecognised":
-        what = "an empty file" if not text.strip() else "not a file the doctor recognises"
+    handlers = {"nccl-tests-log": _diagnose_nccl, "nccl-debug": _diagnose_nccl, "nvidia-smi-q": diagnose_smi,
+                "nvidia-smi-topo": topology_findings, "lspci": diagnose_lspci}
+    reports, found = [], []
+    for kind in kinds:
+        report, more = handlers[kind](text, name)
+        reports.append(report)
+        found += [f for f in more if f.rule.id not in {g.rule.id for g in found}]
+    sc = paste.scan(text, name)
+    skip = {f.rule.id for f in found} | {r for k in kinds for r in _READER_DECIDES.get(k, ())}
+    extra = paste.findings(sc, skip=frozenset(skip))
+    fragments = sc.fragments()
+    if not kinds and not fragments:
+        what = "an empty file" if not text.strip() else "not a file the doctor recognises (nothing in it is)"
         raise DoctorError(f"{name}: {what}; it reads {RECOGNISED}")
-    handler = {"nccl-tests-log": _diagnose_nccl, "nccl-debug": _diagnose_nccl, "nvidia-smi-q": diagnose_smi,
-               "nvidia-smi-topo": topology_findings, "lspci": diagnose_lspci}[kind]
-    report, findings = handler(text, name)
-    if reader_notes:
-        report = dataclasses.replace(report, warnings=tuple(reader_notes) + report.warnings)
-    return report, findings
+    found += extra
+    if len(reports) == 1 and not extra:
+        report = reports[0]
+    else:
+        parts = [r.summary for r in reports] + [f"{paste.FRAGMENTS[k]} ({n})" for k, n in fragments.items()]
+        report = InputReport(name, "pasted-text", f"{KIND_NAMES['pasted-text']}: " + "; ".join(parts),
+                             all(r.diagnosed for r in reports),
+                             tuple(w for r in reports for w in r.warnings))
+    lead = named_cause(found)
+    cause = None if lead is None else {"category": lead.category, "rule": lead.rule.id,
+                                       "line": lead.evidence[0].line if lead.evidence else None}
+    nxt = None if lead is not None else paste.next_command(sc)
+    stop = () if sc.stopped_at is None else (
+        f"line {sc.stopped_at}: pasted-text patterns stopped at their bound (paste.MAX_CANDIDATES lines, "
+        "paste.MAX_WORK_CHARS); the rest is not searched",)
+    report = dataclasses.replace(report, named_cause=cause, next_command=nxt,
+                                 warnings=tuple(reader_notes) + report.warnings + stop)
+    return report, found
 
 
-def diagnose_files(paths) -> Report:
+def read_stdin(stream=None) -> tuple[str, list[str]]:
+    """(text, reader warnings) of standard input, with the file rules (at most 64 MiB; binary refused)."""
+    import sys
+    from x4lib.network import nccl_log
+    stream = stream if stream is not None else sys.stdin.buffer
+    data = stream.read(nccl_log.MAX_LOG_BYTES + 1)
+    if len(data) > nccl_log.MAX_LOG_BYTES:
+        raise DoctorError(f"<stdin>: over the {nccl_log.MAX_LOG_BYTES // 2**20} MiB limit")
+    try:
+        text, _encoding, notes = nccl_log.decode_log(data, "<stdin>")
+    except nccl_log.NcclLogError as exc:
+        raise DoctorError(str(exc).replace("binary file, not an nccl-tests/rccl-tests log",
+                                           "binary file, not text the doctor reads")) from None
+    return text, notes
+
+
+def diagnose_files(paths, stdin=None) -> Report:
     """Read every file (all of them first: one bad file is one error, exit 2, before anything is diagnosed),
-    then diagnose each by its kind."""
+    then diagnose each by its kind. ``-`` is standard input (``stdin``: a binary stream, for tests)."""
     paths = list(paths)
     if not paths:
         raise DoctorError("no input file given")
-    texts = [(os.fspath(p), *read_text(p)) for p in paths]
+    if paths.count("-") > 1:
+        raise DoctorError("standard input (-) given twice")
+    texts = [("<stdin>", *read_stdin(stdin)) if os.fspath(p) == "-" else (os.fspath(p), *read_text(p))
+             for p in paths]
     findings, inputs = [], []
     for name, text, notes in texts:
         report, found = diagnose_text(text, name, notes)
@@ -139,6 +204,7 @@ _NNODES_RE = re.compile(r"\bnNodes ([0-9]{1,7})\b")
 _P2P_ENV_RE = re.compile(r"NCCL_P2P_DISABLE\s*=\s*1\b|NCCL_P2P_DISABLE set by environment to 1\b")
 _ALGO_RING_RE = re.compile(r"NCCL_ALGO\s*=\s*\"?ring\b|NCCL_ALGO set by environment to ring\b", re.IGNORECASE)
 _SHM_RE = re.compile(r"NCCL INFO Channel [0-9]{1,3}(/[0-9]{1,3})? : .{0,80} via SHM/")
+_NO_P2P_RE = re.compile(r"Could not enable P2P between dev [0-9]")
 _P2P_RE = re.compile(r"NCCL INFO Channel [0-9]{1,3}(/[0-9]{1,3})? : .{0,80} via P2P/")
 
 
@@ -205,10 +271,11 @@ def _diagnose_nccl(text: str, name: str) -> tuple[InputReport, list[Finding]]:
         found.append(new_finding("net-socket-nodes-unknown", name, [L.ev(i) for i in ibverbs[:1] + socket[:2]],
                               "libibverbs could not be loaded" if ibverbs else ""))
     p2p_type0 = L.find("intraNodeP2pSupport 0")
+    no_p2p = [i for i in L.find("Could not enable P2P between dev") if _NO_P2P_RE.search(L.lines[i - 1])]
     shm = [i for i in L.find("via SHM/") if _SHM_RE.search(L.lines[i - 1])]
     p2p = [i for i in L.find("via P2P/") if _P2P_RE.search(L.lines[i - 1])]
-    if p2p_type0 or (shm and not p2p):
-        found.append(new_finding("p2p-not-supported", name, [L.ev(i) for i in p2p_type0[:1] + shm[:2]],
+    if p2p_type0 or no_p2p or (shm and not p2p):
+        found.append(new_finding("p2p-not-supported", name, [L.ev(i) for i in p2p_type0[:1] + no_p2p[:1] + shm[:2]],
                               "NCCL connected the GPUs of one node through host shared memory"))
     elif not (shm or p2p):
         hostcount = {}
@@ -336,6 +403,14 @@ def topology_findings(text: str, name: str) -> tuple[InputReport, list[Finding]]
         ev, msgs = found.setdefault(rule_id, ([], []))
         ev += [e for d in dict.fromkeys(devs) for e in row_of(d) if e not in ev]
         msgs.append(f["message"])
+    gpus = t.gpus
+    pairs = [t.path(a, b) for i, a in enumerate(gpus) for b in gpus[i + 1:]]
+    spans = {t.numa_affinity.get(g) for g in gpus}
+    if len(gpus) >= 4 and pairs and all(w == "PHB" for w in pairs) and len(spans) == 1 and \
+            (span := next(iter(spans))) and any(c in span for c in "-,"):
+        ev = [e for g in gpus[:2] for e in row_of(g)]
+        found = {"topo-flat-virtual": (ev, [f"{len(gpus)} GPUs, every pair PHB, every GPU on NUMA nodes {span}"]),
+                 **found}
     findings = [new_finding(rule_id, name, ev, detail="; ".join(msgs)) for rule_id, (ev, msgs) in found.items()]
     summary = (f"{KIND_NAMES['nvidia-smi-topo']}: {len(t.gpus)} GPUs, {len(t.nics)} NICs "
                f"(read with x4lib.network.topo {topo.METHOD_VERSION})")
@@ -441,6 +516,12 @@ def to_text(report: Report) -> str:
     for i in report.inputs:
         out.append(f"  read {i.file}: {i.summary}")
         out += [f"    reader: {w}" for w in i.warnings[:5]]
+        if i.named_cause:
+            c = i.named_cause
+            out.append(f"    named cause: {c['category']} ({c['rule']}"
+                       + (f", line {c['line']})" if c.get("line") else ")"))
+        if i.next_command:
+            out.append(f"    next, to decide: {i.next_command}")
     for f in report.findings:
         out.append(f"[{f.severity}] {f.category}: {f.rule.title} ({f.rule.id})")
         out.append(f"  cause: {f.cause}" + (f" ({f.detail})" if f.detail else ""))
@@ -465,7 +546,8 @@ def cli_arguments(p) -> None:
                      "nvidia-smi -q, nvidia-smi topo -m, lspci -vv excerpts or a lab's results.json. "
                      "Exit 0 nothing wrong, 1 a problem or warning found, 2 bad input.")
     p.add_argument("--from", dest="files", nargs="+", action="extend", metavar="FILE",
-                   help="files to diagnose (read as untrusted text, recognised by content)")
+                   help="files to diagnose, or - for standard input (read as untrusted text, recognised by content: "
+                        "whole tool outputs or a pasted bug report)")
     p.add_argument("--quick", action="store_true", help="here: a few seconds of measurement")
     p.add_argument("--json", action="store_true", help="machine-readable output "
                                                        "(schema: x4lib/schemas/doctor_output.schema.json)")

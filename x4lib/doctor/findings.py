@@ -16,7 +16,7 @@ from typing import Mapping
 from x4lib import paths
 
 #: version of the doctor's method (readers and rules); bump when what it reads or says changes
-DOCTOR_VERSION = "doctor/1"
+DOCTOR_VERSION = "doctor/2"
 RULES_PATH = paths.DATA_DIR / "doctor_rules.yaml"
 RULES_SCHEMA_PATH = paths.SCHEMA_DIR / "doctor_rules.schema.json"
 CATEGORIES = ("tcp-fallback", "p2p-disabled", "pcie-downtrained", "power-or-thermal-throttle",
@@ -24,14 +24,16 @@ CATEGORIES = ("tcp-fallback", "p2p-disabled", "pcie-downtrained", "power-or-ther
 SEVERITIES = ("problem", "warning", "note")
 #: input kinds the doctor recognises (besides "unrecognised")
 KINDS = ("nccl-tests-log", "nccl-debug", "nvidia-smi-q", "nvidia-smi-topo", "lspci", "lab00-results",
-         "lab01-results", "here-cpu", "here-gpu")
+         "lab01-results", "here-cpu", "here-gpu", "pasted-text")
 #: how each kind is named in a summary line
 KIND_NAMES = {"nccl-tests-log": "nccl-tests / rccl-tests log", "nccl-debug": "NCCL_DEBUG output",
               "nvidia-smi-q": "nvidia-smi -q", "nvidia-smi-topo": "nvidia-smi topo -m", "lspci": "lspci -vv excerpt",
               "lab00-results": "Lab 00 results.json", "lab01-results": "Lab 01 results.json",
-              "here-cpu": "this CPU, measured now", "here-gpu": "this GPU, measured now"}
+              "here-cpu": "this CPU, measured now", "here-gpu": "this GPU, measured now",
+              "pasted-text": "pasted text"}
 RECOGNISED = ("an nccl-tests/rccl-tests log (with or without NCCL_DEBUG=INFO lines), NCCL_DEBUG output, "
-              "nvidia-smi -q, nvidia-smi topo -m, an lspci -vv excerpt, or a Lab 00/Lab 01 results.json")
+              "nvidia-smi -q, nvidia-smi topo -m, an lspci -vv excerpt, a Lab 00/Lab 01 results.json, or any text "
+              "(a bug report) holding fragments of these or of dmesg, numactl, PyTorch messages")
 #: longest text of one evidence line kept (characters)
 EVIDENCE_CHARS = 240
 #: most evidence lines kept per finding
@@ -120,10 +122,17 @@ class InputReport:
     summary: str
     diagnosed: bool = True
     warnings: tuple[str, ...] = ()
+    named_cause: Mapping | None = None  # {"category", "rule", "line"} of the input's leading finding (named_cause())
+    next_command: str | None = None  # the one command that would decide, when no cause was found
 
     def to_json(self) -> dict:
-        return {"file": self.file, "kind": self.kind, "recognised": self.kind != "unrecognised",
-                "diagnosed": self.diagnosed, "summary": self.summary, "warnings": list(self.warnings)}
+        out = {"file": self.file, "kind": self.kind, "recognised": self.kind != "unrecognised",
+               "diagnosed": self.diagnosed, "summary": self.summary, "warnings": list(self.warnings)}
+        if self.named_cause is not None:
+            out["named_cause"] = dict(self.named_cause)
+        if self.next_command is not None:
+            out["next_command"] = self.next_command
+        return out
 
 
 @dataclasses.dataclass(frozen=True)
@@ -192,7 +201,39 @@ RULE_IDS = ("net-socket-multinode", "net-socket-nodes-unknown", "p2p-not-support
             "remapping-failed", "ecc-uncorrectable", "mig-enabled", "nccl-maxsharedmem", "test-failed",
             "log-check-failed", "one-rank",
             "nvls-above-line-rate", "two-node-tree", "below-model", "rate-above-peak", "fp32-used-tf32",
-            "matmul-below-expected", "memory-bw-below-expected", "no-compute-bound-shape")
+            "matmul-below-expected", "memory-bw-below-expected", "no-compute-bound-shape",
+            # pasted text (x4lib.doctor.paste, issue 31)
+            "ib-disabled-by-env", "cumem-disabled-no-mnnvl", "report-says-socket", "p2p-through-cpu", "amd-no-peers",
+            "p2p-level-loc", "report-says-p2p-off", "topo-flat-virtual", "vm-topology", "iommu-in-paste",
+            "gdr-level-forced", "report-says-nic-pairing", "cpu-binding", "pcie-link-below-another",
+            "report-says-pcie-slot", "pcie-aer-errors", "clock-reason-in-paste", "report-says-thermal", "gpu-xid",
+            "tf32-not-enabled", "cache-flattered", "shape-kernel-choice", "line-rate-expected", "sparse-peak-expected",
+            "avg-busbw-not-peak", "report-says-fabric")
+
+#: which finding of an input names its cause: the most severe, and among equals the first in this order (specific
+#: evidence before general: a tool's line before the reporter's sentence, a cause before its symptom). Every rule id.
+CAUSE_ORDER = (
+    "net-socket-multinode", "ib-disabled-by-env", "net-socket-nodes-unknown", "cumem-disabled-no-mnnvl",
+    "report-says-socket", "rccl-iommu-pt-missing", "acs-enabled", "topo-flat-virtual", "iommu-in-paste",
+    "p2p-through-cpu", "p2p-not-supported", "amd-no-peers", "geforce-no-p2p", "p2p-level-loc", "report-says-p2p-off",
+    "vm-topology", "p2p-disabled-by-env", "topo-no-p2p", "topo-gpu-nic-cross-socket", "topo-gpu-nic-no-gdr",
+    "gdr-level-forced", "report-says-nic-pairing", "cpu-binding", "pcie-width-downgraded", "pcie-link-below-another",
+    "pcie-gen-below-max-busy", "pcie-aer-errors", "report-says-pcie-slot", "pcie-speed-downgraded-check-load",
+    "hw-slowdown", "sw-thermal-slowdown", "power-limit-lowered", "clock-reason-in-paste", "report-says-thermal",
+    "sw-power-cap-busy", "captured-idle", "remapping-failed", "ecc-uncorrectable", "remapped-rows-pending", "gpu-xid",
+    "mig-enabled", "nccl-maxsharedmem", "test-failed", "log-check-failed", "one-rank", "fp32-used-tf32",
+    "tf32-not-enabled", "cache-flattered", "shape-kernel-choice", "rate-above-peak", "matmul-below-expected",
+    "memory-bw-below-expected", "no-compute-bound-shape", "nvls-above-line-rate", "two-node-tree",
+    "sparse-peak-expected", "line-rate-expected", "avg-busbw-not-peak", "below-model", "report-says-fabric")
+
+
+def named_cause(found) -> Finding | None:
+    """The finding that names an input's cause: the most severe (problem, warning, note), and among equals the
+    first in CAUSE_ORDER; None without findings."""
+    found = list(found)
+    if not found:
+        return None
+    return min(found, key=lambda f: (SEVERITIES.index(f.severity), CAUSE_ORDER.index(f.rule.id)))
 
 
 def rule(rule_id: str) -> Rule:

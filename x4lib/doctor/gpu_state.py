@@ -159,7 +159,7 @@ _LNKCAP_RE = re.compile(r"LnkCap:\s*(Port #[0-9]{1,4}, )?Speed ([0-9]{1,3}(\.[0-
                         r"Width x([0-9]{1,2})")
 _LNKSTA_RE = re.compile(r"LnkSta:\s*Speed ([0-9]{1,3}(\.[0-9]{1,2})?)GT/s( \((ok|downgraded)\))?, "
                         r"Width x([0-9]{1,2})( \((ok|downgraded)\))?")
-_ACSCTL_RE = re.compile(r"ACSCtl:\s*SrcValid([+-])")
+_ACSCTL_RE = re.compile(r"ACSCtl:\s*(?:SrcValid([+-])|0x([0-9a-fA-F]{1,4})\b)")
 
 
 def diagnose_lspci(text: str, name: str) -> tuple[InputReport, list[Finding]]:
@@ -176,7 +176,8 @@ def diagnose_lspci(text: str, name: str) -> tuple[InputReport, list[Finding]]:
             cap = (float(m.group(2)), int(m.group(4)), i)
             continue
         if m := _ACSCTL_RE.search(line):
-            if m.group(1) == "+":
+            # hex form: SrcValid 0x01 | ReqRedir 0x04 | CmpltRedir 0x08 | UpstreamFwd 0x10
+            if m.group(1) == "+" or (m.group(2) and int(m.group(2), 16) & 0x1d):
                 acs.append(i)
             continue
         m = _LNKSTA_RE.search(line)

@@ -61,7 +61,7 @@ MEANING = MappingProxyType({
 })
 
 _A = re.ASCII
-_DEVICE = r"(?:GPU\d{1,4}|NIC\d{1,4}|mlx\d{0,2}_\d{1,4}|bnxt_re\d{1,4}|ionic_\d{1,4})"
+_DEVICE = r"(?:GPU\d{1,4}|NIC\d{1,4}|mlx\d{0,2}_(?:bond_?)?\d{1,4}|bnxt_re\d{1,4}|ionic_\d{1,4})"
 _HEADER_TOKEN = re.compile(_DEVICE + r"|CPU Affinity|NUMA Affinity|GPU NUMA ID", _A)
 _ROW = re.compile(r"(" + _DEVICE + r")(?=\s|$)", _A)
 _CELL = re.compile(r"X|NV\d{1,3}|PIX|PXB|PHB|NODE|SYS|SOC", _A)

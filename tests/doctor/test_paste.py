@@ -1,0 +1,154 @@
+"""x4lib.doctor.paste and the doctor on pasted text: fragments found inside bug reports (quotes, fences, tables,
+launcher prefixes) with their line numbers, the named cause and the next command, ``--from -``, the expected
+figures beside the reported ones, and bounded time on hostile input. The texts here are built by these tests from
+line formats of the stored corpus (tests/data/doctor/corpus/, provenance in tests/data/README.md)."""
+import io
+import json
+import os
+import subprocess
+import sys
+import time
+
+import jsonschema
+import pytest
+
+from conftest import load_schema, run_cli
+from x4lib.doctor import diagnose as doctor, paste
+from x4lib.network import clusters, collectives, topo
+from x4lib.catalog import specs
+
+
+def run(text: str, name: str = "paste.md"):
+    report, found = doctor.diagnose_text(text, name)
+    return report, {f.rule.id: f for f in found}
+
+
+def test_quoted_and_prefixed_nccl_lines_are_read_with_their_line_numbers():
+    text = ("We see low bandwidth, logs below\n\n"
+            "> > [0] NCCL INFO NET/Socket : Using [0]bond0:200.8.184.2<0>\n"
+            "(RayWorkerWrapper pid=593, ip=10.5.6.103) host:1:2 [1] NCCL INFO Using network Socket\n")
+    report, got = run(text)
+    assert report.kind == "nccl-debug" and report.named_cause["category"] == "tcp-fallback"
+    assert [e.line for e in got["net-socket-nodes-unknown"].evidence] == [4]  # "Using network" decides
+    report, got = run(text.replace("Using network Socket", "Init COMPLETE"))
+    assert [e.line for e in got["net-socket-nodes-unknown"].evidence] == [3] and report.named_cause["line"] == 3
+
+
+def test_text_with_nothing_recognised_is_exit_2_and_any_fragment_is_read():
+    with pytest.raises(doctor.DoctorError, match="not a file the doctor recognises"):
+        doctor.diagnose_text("just some notes\nabout my weekend\n", "notes.txt")
+    report, got = run("Here is what I measured:\n\n| size | busbw |\n|---|---|\n| 1 GB | busbw 18.9 GB/s |\n")
+    assert report.kind == "pasted-text" and got == {} and report.named_cause is None
+    assert report.next_command.startswith("NCCL_DEBUG=INFO")
+
+
+def test_a_pcie_table_gets_the_line_rates_per_direction_of_both_links():
+    _, got = run("| | before | after |\n|---|---|---|\n| GPU 1 PCIe | **Gen 2 ×4** | **Gen 3 ×16** |\n")
+    f = got["pcie-link-below-another"]
+    assert f.evidence[0].line == 3
+    assert f.measured.value == pytest.approx(2.0) and f.expected.value == pytest.approx(15.75, abs=0.01)
+    assert paste.pcie_GBps(4, 16) == pytest.approx(31.51, abs=0.01)
+
+
+def test_a_line_rate_expectation_gets_ncclss_achievable_busbw_from_the_model():
+    text = ("We test all_reduce_perf on H100, the algbw is about 250GB/S.\n"
+            "But NV officials claim that the bandwidth of all reduce can reach 450GB/S.\n")
+    report, got = run(text)
+    f = got["line-rate-expected"]
+    dev = specs.get("h100-sxm")
+    link = dev.get("scaleup_bw_gb_s_per_direction")
+    c = clusters.custom_cluster(1, 8, link.si, intra_kind="nvlink", cluster_id="1x8-h100-sxm")
+    ring = collectives.bandwidth_limit_busbw_Bps("all_reduce", c, algorithm="ring") / 1e9
+    assert f.expected.value == pytest.approx(round(ring, 1)) and f.expected.value < link.value
+    assert f.measured.value == 250 and f.severity == "note" and report.named_cause["line"] == 2
+
+
+def test_a_sparse_figure_is_set_beside_the_dense_peak():
+    _, got = run("The H100 datasheet says BFLOAT16 Tensor Core 1,979 TFLOPS but the table says 989.\n")
+    f = got["sparse-peak-expected"]
+    dense = specs.get("h100-sxm").get("bf16_dense_tflops").value
+    assert f.expected.value == dense and f.measured.value == pytest.approx(2 * dense, rel=0.01)
+
+
+def test_the_cause_outranks_a_note_and_p2p_through_the_cpu_outranks_a_sentence():
+    report, got = run("GPU 1 clock dropped from 1725 MHz idle to 1365 MHz at 91°C\nTheoretical peak: 68.5 TPS\n")
+    assert report.named_cause["rule"] == "report-says-thermal" and "line-rate-expected" in got
+    report, _ = run("It's good when set NCCL_P2P_LEVEL=SYS on allreduce\nin alltoall, compared to SHM, got 18 -> 2\n"
+                    "we normally disable P2P and bounce via host\n")
+    assert report.named_cause["rule"] == "p2p-through-cpu"
+
+
+def test_dmesg_and_numactl_and_torch_fragments():
+    text = ("[  12.3] NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, GPU has fallen off the bus.\n"
+            "[  13.0] pcieport 0000:00:01.0: AER: Corrected error received: 0000:3b:00.0\n"
+            "[  14.0] DMAR: DRHD: handling fault status reg 2\n"
+            "NUMA node0 CPU(s): 0-31\n"
+            "torch.backends.cuda.matmul.allow_tf32 = False\n")
+    report, got = run(text)
+    assert {"gpu-xid", "pcie-aer-errors", "iommu-in-paste", "tf32-not-enabled"} <= set(got)
+    assert "numactl/lscpu lines (1)" in report.summary
+
+
+def test_from_stdin_reads_a_paste_and_json_keeps_its_contract():
+    data = b"> NCCL INFO NET/IB : No device found.\n> NCCL INFO NET/Socket : Using [0]eth0:10.0.0.1<0>\n"
+    rep = doctor.diagnose_files(["-"], stdin=io.BytesIO(data))
+    assert rep.inputs[0].file == "<stdin>" and rep.exit_code == 1
+    r = subprocess.run([sys.executable, "-m", "x4lib", "doctor", "--from", "-", "--json"], input=data,
+                       capture_output=True, cwd="/", env={**os.environ, "PYTHONWARNINGS": "ignore"}, timeout=120)
+    assert r.returncode == 1, r.stderr
+    doc = json.loads(r.stdout)
+    jsonschema.validate(doc, load_schema("doctor_output.schema.json"))
+    # the Socket line names the cause
+    assert doc["inputs"][0]["named_cause"] == {"category": "tcp-fallback", "rule": "net-socket-nodes-unknown",
+                                               "line": 2}
+    with pytest.raises(doctor.DoctorError, match="binary"):
+        doctor.diagnose_files(["-"], stdin=io.BytesIO(b"\0\1\2" * 100))
+
+
+def test_cli_text_names_the_cause_and_the_next_command(tmp_path):
+    p = tmp_path / "report.md"
+    p.write_text("## Bug\nbusbw: 18.973 GBps on our cluster, expected more\n")
+    r = run_cli("doctor", "--from", str(p))
+    assert r.returncode == 0 and "next, to decide: NCCL_DEBUG=INFO" in r.stdout
+
+
+def test_hostile_text_is_read_in_bounded_time():
+    """About 4 MiB of lines that carry every cue, and one 1 MiB line: linear, and the evidence is capped."""
+    cues = " ".join(sorted({c for s in paste.SIGNALS for c in s.cue}))
+    line = ("> " * 40 + "NCCL INFO Channel 00 : " + "via SHM/" * 20 + cues + " Gen 2 x4 " * 30)[:3000]
+    text = "\n".join([line] * 1400) + "\n" + "(" * 2**20 + "\n"
+    t0 = time.perf_counter()
+    report, found = doctor.diagnose_text(text, "hostile.txt")
+    assert time.perf_counter() - t0 < 60
+    assert all(len(f.evidence) <= 8 for f in found) and report.named_cause is not None
+
+
+def test_topo_reads_bonded_nics_the_legend_and_gpu_numa_ids():
+    text = ("\tGPU0\tGPU1\tNIC0\tNIC1\tCPU Affinity\tNUMA Affinity\tGPU NUMA ID\n"
+            "GPU0\t X \tNV18\tPIX\tSYS\t0-55\t0\tN/A\n"
+            "GPU1\tNV18\t X \tSYS\tSYS\t56-111\t1\tN/A\n"
+            "NIC0\tPIX\tSYS\t X \tSYS\n"
+            "NIC1\tSYS\tSYS\tSYS\t X \n\n"
+            "NIC Legend:\n\n  NIC0: mlx5_0\n  NIC1: mlx5_bond_0\n")
+    t = topo.parse_topo(text)
+    assert t.nic_names == {"NIC0": "mlx5_0", "NIC1": "mlx5_bond_0"} and t.gpu_numa_id == {"GPU0": "N/A", "GPU1": "N/A"}
+    msgs = [f["message"] for f in topo.findings(t)]
+    assert any("GPU1's nearest NIC (NIC0 (mlx5_0), NIC1 (mlx5_bond_0)) is SYS" in m for m in msgs)
+    bonded = text.replace("NIC0", "mlx5_bond_0").replace("NIC1", "mlx5_bond_1").split("\n\nNIC Legend")[0]
+    t = topo.parse_topo(bonded)
+    assert t.nics == ["mlx5_bond_0", "mlx5_bond_1"]
+
+
+def test_a_flat_phb_topology_in_a_vm_is_named_as_virtualisation():
+    rows = "\n".join(f"GPU{i}\t" + "\t".join("X" if j == i else "PHB" for j in range(4)) + "\t0-191\t0-1"
+                     for i in range(4))
+    text = "\tGPU0\tGPU1\tGPU2\tGPU3\tCPU Affinity\tNUMA Affinity\n" + rows + "\n"
+    report, got = run(text, "topo.txt")
+    assert report.kind == "nvidia-smi-topo" and report.named_cause["rule"] == "topo-flat-virtual"
+    assert "topo-no-p2p" in got
+
+
+def test_acsctl_in_hex_is_read():
+    _, got = run("GPUs behind bridges with ACS enabled (ACSCtl: 0x001d = SrcValid+, ReqRedir+)\n"
+                 "ACSCtl: 0x0000\n")
+    assert [e.line for e in got["acs-enabled"].evidence] == [1]

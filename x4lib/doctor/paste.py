@@ -1,0 +1,436 @@
+"""What people paste: tool fragments and the sentences around them, found inside any text (a bug report in markdown,
+code fences, quoted replies ``> >``, tables, logs behind launcher prefixes), each read into the doctor's findings
+with the line that proves it.
+
+:func:`scan` reads the text line by line. Every line is first cleaned of what wraps it in a paste (quote markers,
+list bullets, backticks, a Ray worker prefix ``(RayWorkerWrapper pid=593, ip=...)``) and cut to
+:data:`MAX_LINE` characters; then each pattern of :data:`SIGNALS` runs on it only when the pattern's literal cue is
+in the line, so the time is linear in the text's length whatever the text is. A signal is either a **tool
+fragment** (an NCCL/RCCL INFO or WARN line, an nccl-tests row or its ``# Avg bus bandwidth`` line, ``nvidia-smi``
+query fields, ``lspci`` ``LnkSta``, ``dmesg`` Xid/AER/DMAR lines, ``numactl``/``lscpu`` NUMA lines, PyTorch's TF32
+messages...) or a **sentence** the reporter wrote that states a fact a rule needs ("NCCL was using socket",
+"connected via PCIe riser", "throttles ... at 84 degrees"). Findings quote the line and its number in the pasted
+text. Sentences are read as the reporter's statement, never as proof from a tool: their rules say so in their
+title ("the report says ...").
+
+:func:`findings` turns the signals into findings of the rules of x4lib/data/doctor_rules.yaml, with the expected
+figure from the book's models where the paste gives a number: a PCIe link's line rate per direction
+(``x4lib.network.links``), NVLink's line rate per direction and NCCL's achievable ring busbw
+(``x4lib.network.collectives``), a GPU's dense peak beside the sparse datasheet figure (the catalog).
+:func:`next_command` names the one command that would decide when the paste holds no cause.
+
+Nothing in a paste is executed. Used by :mod:`x4lib.doctor.diagnose` (``doctor --from``, ``--from -``).
+"""
+from __future__ import annotations
+
+import dataclasses
+import re
+
+from x4lib.doctor.findings import Finding, Lines, Quantity, new_finding
+
+#: longest part of one line the patterns look at (characters); a line of a 64 MiB file is cut here
+MAX_LINE = 4096
+#: most lines kept per signal
+MAX_HITS = 16
+#: most lines whose cues send them to the patterns (a bound on the time a hostile text can take: about 10 s on a
+#: slow shared core); the lines after it are still read by the tool readers, and the report says where it stopped
+MAX_CANDIDATES = 50_000
+#: most characters the patterns may read in all (line length × patterns tried, summed): the other bound, for texts of
+#: long lines full of cues; a real paste uses well under a tenth of it
+MAX_WORK_CHARS = 40_000_000
+
+_I = re.IGNORECASE
+_QUOTE_RE = re.compile(r"^[ \t]*(?:>[ \t]?){1,16}")
+_RAY_RE = re.compile(r"^\(\w{1,60} pid=[0-9]{1,9}(?:, ip=[0-9A-Fa-f.:]{1,45})?\)[ \t]*")
+_BULLET_RE = re.compile(r"^(?:[-*+][ \t]+|[0-9]{1,3}\.[ \t]+)")
+
+
+def clean(line: str) -> str:
+    """A pasted line without what wraps it: quote markers, a Ray prefix, a list bullet, backticks; cut to
+    MAX_LINE characters."""
+    s = _QUOTE_RE.sub("", line[:MAX_LINE])
+    s = _RAY_RE.sub("", s.strip())
+    s = _BULLET_RE.sub("", s).strip().strip("`").strip()
+    return s
+
+
+@dataclasses.dataclass(frozen=True)
+class Signal:
+    """One pattern: its id, the fragment kind it proves was pasted, the literal cue (lower case) that must be in
+    the line before the regex runs, and the regex."""
+    id: str
+    fragment: str
+    cue: tuple[str, ...]
+    regex: re.Pattern
+
+
+def _s(sid, fragment, cue, pattern, flags=_I):
+    return Signal(sid, fragment, tuple(c.lower() for c in ((cue,) if isinstance(cue, str) else cue)),
+                  re.compile(pattern, flags))
+
+
+_GBPS = r"([0-9]{1,5}(?:\.[0-9]{1,4})?) ?(?:GB/s|GBps|GB/S|GB/sec)"
+SIGNALS: tuple[Signal, ...] = (
+    # -- NCCL / RCCL lines
+    _s("nccl-socket", "nccl-line", ("net/socket", "network socket"),
+       r"NET/Socket ?: ?Using|Using (?:internal )?network Socket"),
+    _s("nccl-ib-nodevice", "nccl-line", ("no device found", "libibverbs"),
+       r"NET/IB ?: ?No device found|Failed to open libibverbs"),
+    _s("nccl-ib-used", "nccl-line", ("net/ib", "network ib", "libfabric"),
+       r"Using network (?:IB|AWS Libfabric)|via NET/IB|via NET/AWS"),
+    _s("nccl-ib-disable", "nccl-env", "nccl_ib_disable", r"NCCL_IB_DISABLE\s*(?:=|set by environment to)\s*1\b"),
+    _s("nccl-cumem-off", "nccl-env", "nccl_cumem_enable",
+       r"NCCL_CUMEM_ENABLE\s*(?:=|set by environment to)\s*0\b"),
+    _s("nccl-no-p2p", "nccl-line", "could not enable p2p", r"Could not enable P2P between dev [0-9]"),
+    _s("nccl-via-shm", "nccl-line", ("via shm", "via direct shared memory"),
+       r"Channel [0-9]{1,3}.{0,120}via (?:SHM/|direct shared memory)"),
+    _s("nccl-via-p2p", "nccl-line", ("via p2p", "isalldirectp2p 1"), r"via P2P/|isAllDirectP2p 1"),
+    _s("nccl-p2p-level-loc", "nccl-env", "nccl_p2p_level",
+       r"NCCL_P2P_LEVEL\s*(?:=|set by environment to)\s*(?:LOC|0)\b"),
+    _s("nccl-p2p-level-sys", "nccl-env", "nccl_p2p_level",
+       r"NCCL_P2P_LEVEL\s*(?:=|set by environment to)\s*(?:SYS|PHB|NODE)\b"),
+    _s("nccl-p2p-disable", "nccl-env", "nccl_p2p_disable",
+       r"NCCL_P2P_DISABLE\s*(?:=|set by environment to)\s*1\b"),
+    _s("nccl-gdr-level", "nccl-env", "nccl_net_gdr_level",
+       r"NCCL_NET_GDR_LEVEL\s*(?:=|set by environment to)\s*(?:SYS|PHB|NODE|[3-9])\b"),
+    _s("mnnvl", "sentence", ("gb200", "gb300", "nvl72", "mnnvl", "multi-node nvlink", "imex"),
+       r"\bGB[23]00\b|NVL72|MNNVL|multi-node NVLink|IMEX"),
+    _s("nccl-topo-file", "nccl-env", ("nccl_topo_file", "nccl_top_file"), r"NCCL_TOPO?_FILE"),
+    _s("nccl-affinity", "nccl-line", "setting affinity for gpu", r"Setting affinity for GPU"),
+    _s("nccl-iommu-pt", "nccl-line", "iommu=pt", r"Missing \"iommu=pt\""),
+    _s("nccl-info", "nccl-line", ("nccl info", "nccl warn"), r"NCCL (?:INFO|WARN)\b", 0),
+    # -- nccl-tests
+    _s("nccltests-row", "nccl-tests-row", ("sum", "prod", "max", "min", "avg", "none"),
+       r"^[0-9]{1,12}\s+[0-9]{1,12}\s+(?:float|half|bfloat16|double|u?int(?:8|32|64))\s+(?:sum|prod|max|min|avg|none)"
+       r"\s+-?[0-9]{1,3}\s+[0-9.]{1,14}\s+([0-9]{1,9}(?:\.[0-9]{1,4})?)\s+([0-9]{1,9}(?:\.[0-9]{1,4})?)\b"),
+    _s("nccltests-avg", "nccl-tests-row", "avg bus bandwidth",
+       r"# ?Avg bus bandwidth\s*:\s*([0-9]{1,9}(?:\.[0-9]{1,6})?)\b"),
+    _s("busbw-prose", "busbw-figure", ("busbw", "bus bandwidth", "algbw"),
+       r"(?:busbw|bus ?bandwidth|algbw)\D{0,30}" + _GBPS),
+    # -- nvidia-smi, power and clocks
+    _s("smi-reason-active", "nvidia-smi", ("power cap", "slowdown", "power_cap", "thermal"),
+       r"(?:SW Power Cap|HW Slowdown|HW Thermal Slowdown|HW Power Brake Slowdown|SW Thermal Slowdown)\s*:\s*Active"
+       r"|clocks_(?:event|throttle)_reasons\.\w{1,40}|\bsw_power_cap\b.{0,40}\bactive\b"),
+    _s("power-limit-default", "nvidia-smi", "default",
+       r"limit\s*[=:]\s*([0-9]{1,4}(?:\.[0-9]{1,2})?) ?W\W{0,4}default\s*[=:]\s*([0-9]{1,4}(?:\.[0-9]{1,2})?) ?W"),
+    _s("smi-summary", "nvidia-smi", ("nvidia-smi", "pwr:usage/cap", "perf  pwr"),
+       r"NVIDIA-SMI [0-9]{3}|Pwr:Usage/Cap"),
+    _s("thermal-prose", "sentence", ("overheat", "throttl", "degrees", "°c", "stuck at"),
+       r"overheat|\bthrottl\w{0,5}\b.{0,80}(?:[0-9]{2,3} ?(?:°C|degrees)|clock)|clock\w{0,2} (?:dropped|drops|fell)"
+       r".{0,60}MHz|stuck at [0-9]{1,4} ?W\b"),
+    # -- PCIe
+    _s("lspci-lnksta", "lspci", "lnksta", r"LnkSta:\s*Speed ([0-9.]{1,5})GT/s"),
+    _s("lspci-acs-on", "lspci", "acsctl",
+       r"ACSCtl:\s*(?:SrcValid\+|0x0*[1-9a-fA-F][0-9a-fA-F]{0,3}\b)"),
+    _s("pcie-table", "sentence", ("gen", "pcie"),
+       r"Gen ?([1-6])\W{0,3}[x×] ?([0-9]{1,2})\b.{1,60}?Gen ?([1-6])\W{0,3}[x×] ?([0-9]{1,2})\b"),
+    _s("pcie-lanes-report", "sentence", "lanes negotiated",
+       r"x([0-9]{1,2}) lanes negotiated \(GPU max x([0-9]{1,2})"),
+    _s("pcie-prose", "sentence", ("riser", "chipset", "downgraded", "downtrained"),
+       r"\briser\b|\bvia (?:the )?chipset\b|\bchipset[- ]attached\b|\bdown(?:graded|trained)\b"),
+    _s("dmesg-aer", "dmesg", "aer", r"\bAER: .{0,40}(?:Corrected|Uncorrected|error)"),
+    # -- virtualisation, ACS, IOMMU
+    _s("vm-prose", "sentence", ("virtual machine", "sr-iov", "pass-through", "passthrough", "qemu", "kvm",
+                                "hypervisor"),
+       r"virtual machine|SR-IOV|pass-?through|\bQEMU\b|\bKVM\b|hypervisor"),
+    _s("dmesg-iommu", "dmesg", ("dmar", "amd-vi", "io_page_fault", "iommu"),
+       r"DMAR: \[?DMA|DMAR:.{0,40}fault|AMD-Vi: .{0,40}IO_PAGE_FAULT|intel_iommu=on|\biommu=on\b"),
+    _s("dmesg-xid", "dmesg", "xid", r"NVRM: Xid \(.{0,40}\): ([0-9]{1,4})"),
+    # -- NUMA, binding
+    _s("numa-prose", "sentence", ("bind", "nps", "numa", "unbound"),
+       r"\bunbound\b|cpu[_-]bind\S{0,3}\s*=?\s*\"?(?:verbose,)?none|--bind-to (?:socket|none)|\bNPS ?[124]\b"
+       r"|NUMA nodes? per socket"),
+    _s("numactl", "numactl", ("numa node", "available:"),
+       r"^NUMA node[0-9]{1,3} CPU\(s\):|^available: [0-9]{1,3} nodes|^node [0-9]{1,3} cpus:"),
+    _s("nic-pairing-prose", "sentence", "nic", r"same NIC|wrong NIC|NIC ?[0-9]? is closer"),
+    # -- P2P stated in prose, AMD peers
+    _s("p2p-prose", "sentence", ("p2p", "peer"),
+       r"\bp2p\b.{0,40}\b(?:disabled?|can'?t be enabled|cannot be enabled|not (?:supported|enabled|capable))"
+       r"|\b(?:disabl\w{0,3}|override\w?)\b.{0,30}\bp2p\b|chipset not supported|not P2P-capable"),
+    _s("amd-no-peers", "rocm-tool", ("peers:false", "no peers found"), r"peers:false|No peers found"),
+    _s("transport-prose", "sentence", ("socket", "instead of"),
+       r"\b(?:NCCL|nccl)\b.{0,40}\b(?:using|used|uses|fell back to|falls back to|fallback to)\b.{0,10}\bsocket"
+       r"|\bIB (?:wasn'?t|was not|is not|isn'?t) being used|instead of (?:InfiniBand|IB|RDMA|RoCE)\b"),
+    _s("p2p-cpu-prose", "sentence", ("root port", "pci switch", "pcie switch", "compared to shm"),
+       r"separate (?:CPU )?root ports|(?:don'?t|do not) have (?:a )?PCIe? switch|compared to SHM"),
+    # -- expectations
+    _s("expectation-prose", "sentence", ("line rate", "theor", "claim", "datasheet", "total", "bi-direc",
+                                         "bidirec"),
+       r"line rate|theor\w{0,6}\b|\bclaim\w{0,2}\b|datasheet|\btotal bandwidth\b|\bbi-?directional\b"),
+    _s("tflops-figure", "sentence", ("tflop", "tf/s", "tensor core", "flops"), r"TFLOPS|TF/s|Tensor Core|FLOPS"),
+    _s("fabric-prose", "sentence", ("fabric", "between nodes"),
+       r"\bfabric\b|between nodes? [0-9]{1,3} ?(?:\+|and|&) ?[0-9]{1,3}"),
+    # -- dtype, shape, cache
+    _s("tf32-off", "pytorch", ("tensorfloat32", "float32_matmul_precision", "allow_tf32", "highest"),
+       r"TensorFloat32 tensor cores|set_float32_matmul_precision|allow_tf32\s*=\s*False|\bhighest\b\s*\(default\)"),
+    _s("cache-flattered", "sentence", ("l2", "cache"),
+       r"\b(?:L2|cache\w?)\b.{0,80}\b(?:inflat\w{0,4}|overstat\w{0,6}|higher than (?:the )?peak|above (?:the )?peak)"
+       r"|\b(?:inflat\w{0,4}|higher than (?:the )?peak|above (?:the )?peak)\b.{0,80}\b(?:L2|cache)\b"),
+    _s("shape-kernel", "sentence", ("align", "% 16", "%16"),
+       r"(?:gemm|Kernel2?|cutlass)\w{0,80}.{0,40}_align[0-9]|\bN ?% ?16 ?== ?8"),
+)
+
+#: every fragment kind a signal can prove (what the doctor says it read)
+FRAGMENTS = {"nccl-line": "NCCL/RCCL lines", "nccl-env": "NCCL_* variables", "nccl-tests-row": "nccl-tests rows",
+             "busbw-figure": "busbw figures", "nvidia-smi": "nvidia-smi output", "lspci": "lspci lines",
+             "dmesg": "dmesg lines", "numactl": "numactl/lscpu lines", "rocm-tool": "ROCm tool lines",
+             "pytorch": "PyTorch settings", "sentence": "the reporter's sentences"}
+
+
+@dataclasses.dataclass(frozen=True)
+class Scan:
+    """What :func:`scan` found: signal id -> [(line number, match)], and the cleaned lines."""
+    hits: dict
+    lines: Lines
+    stopped_at: int | None = None  # the last line sent to the patterns (MAX_CANDIDATES, MAX_WORK_CHARS), if stopped
+
+    def has(self, *sids: str) -> bool:
+        return any(self.hits.get(s) for s in sids)
+
+    def lines_of(self, *sids: str) -> list[int]:
+        return sorted({i for s in sids for i, _ in self.hits.get(s, ())})
+
+    def fragments(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for s in SIGNALS:
+            if self.hits.get(s.id):
+                out[s.fragment] = out.get(s.fragment, 0) + len(self.hits[s.id])
+        return out
+
+
+#: most lines kept for a signal that a rule reads as a table (nccl-tests rows: the best row is wanted)
+_LIMITS = {"nccltests-row": 4096}
+_BY_CUE: dict[str, tuple[Signal, ...]] = {}
+for _sig in SIGNALS:
+    for _c in _sig.cue:
+        _BY_CUE[_c] = _BY_CUE.get(_c, ()) + (_sig,)
+_CUE_RE = re.compile("|".join(re.escape(c) for c in sorted(_BY_CUE, key=len, reverse=True)))
+
+
+def scan(text: str, name: str) -> Scan:
+    """Every signal of :data:`SIGNALS` on every line (module docstring): one search for the cues per line, then
+    only the patterns whose cue is in it, each until it has its most lines; linear in the text's length."""
+    L = Lines(name, text)
+    hits: dict[str, list] = {}
+    full: set[str] = set()
+    candidates, work, stopped = 0, 0, None
+    for i, raw in enumerate(L.lines, 1):
+        low = raw[:MAX_LINE].lower()
+        cues = set(_CUE_RE.findall(low))
+        if not cues:
+            continue
+        todo = {s.id: s for c in cues for s in _BY_CUE[c] if s.id not in full}
+        if not todo:
+            continue
+        candidates += 1
+        line = clean(raw)
+        work += len(line) * len(todo)
+        if candidates > MAX_CANDIDATES or work > MAX_WORK_CHARS:
+            stopped = i - 1
+            break
+        for s in todo.values():
+            m = s.regex.search(line)
+            if m:
+                got = hits.setdefault(s.id, [])
+                got.append((i, m))
+                if len(got) >= _LIMITS.get(s.id, MAX_HITS):
+                    full.add(s.id)
+        if len(full) == len(SIGNALS):
+            break
+    return Scan(hits, L, stopped)
+
+
+# ------------------------------------------------------------------------------------------ expected figures
+
+_PCIE_GTS = {1: 2.5, 2: 5.0, 3: 8.0, 4: 16.0, 5: 32.0, 6: 64.0}
+
+
+def pcie_GBps(gen: int, width: int) -> float:
+    """Line rate per direction [GB/s] of a PCIe link (x4lib.network.links.lane_rate_Bps; 8b/10b to Gen 2,
+    128b/130b for Gen 3-5, Gen 6 FLIT counted at 242/256)."""
+    from x4lib.network import links
+    payload, total = (8, 10) if gen <= 2 else ((128, 130) if gen <= 5 else (242, 256))
+    return links.lane_rate_Bps(_PCIE_GTS[gen], "GT/s", width, payload, total)[0] / 1e9
+
+
+_DEVICE_WORDS = (("H100", "h100-sxm"), ("H800", "h100-sxm"), ("H20", "h100-sxm"), ("H200", "h200-sxm"),
+                 ("A100", "a100-sxm-80gb"), ("B200", "b200"), ("GB200", "gb200"), ("MI300X", "mi300x"))
+_DEVICE_RE = re.compile(r"\b(" + "|".join(w for w, _ in _DEVICE_WORDS) + r")\b")
+
+
+def _device_named(L: Lines) -> tuple[str, str] | None:
+    """(word, catalog id) of the first data-center GPU named in the paste, or None. H800 and H20 carry the H100's
+    NVLink 4 ports (a reduced count on H800): the catalog's H100 SXM entry stands for their per-port rate."""
+    for ln in L.lines[:20000]:
+        if m := _DEVICE_RE.search(ln[:MAX_LINE]):
+            return m.group(1), dict(_DEVICE_WORDS)[m.group(1)]
+    return None
+
+
+def _numbers(text: str) -> list[float]:
+    return [float(x.replace(",", "")) for x in re.findall(r"(?<![0-9.])([0-9]{1,3}(?:,[0-9]{3})+|[0-9]{1,6}"
+                                                          r"(?:\.[0-9]{1,4})?)(?![0-9])", text)]
+
+
+def _line_rate_expectation(sc: Scan, ev_lines: list[int]) -> tuple[Quantity | None, Quantity | None, str]:
+    """For an expectation stated about a named GPU: (the reported busbw/algbw figure, NCCL's achievable ring busbw
+    on one node of 8 from the collective model over the catalog's per-direction line rate, detail)."""
+    from x4lib.catalog import specs
+    from x4lib.network import clusters, collectives
+    named = _device_named(sc.lines)
+    measured = None
+    for i in sc.lines_of("busbw-prose"):
+        m = next(m for j, m in sc.hits["busbw-prose"] if j == i)
+        measured = Quantity(float(m.group(1)), "GB/s", f"figure reported on line {i}")
+        break
+    if named is None:
+        return measured, None, ""
+    word, cid = named
+    dev = specs.get(cid)
+    link = dev.get("scaleup_bw_gb_s_per_direction")
+    if link is None:
+        return measured, None, ""
+    cluster = clusters.custom_cluster(1, 8, link.si, intra_kind="nvlink", cluster_id=f"1x8-{cid}")
+    ring = collectives.bandwidth_limit_busbw_Bps("all_reduce", cluster, algorithm="ring") / 1e9
+    stated = [x for i in ev_lines for x in _numbers(sc.lines.lines[i - 1][:MAX_LINE])]
+    bidir = [x for x in stated if abs(x - 2 * link.value) < 0.01 * link.value]
+    detail = (f"{word}: NVLink line rate {link.value:g} GB/s per direction (catalog {cid}, {link.source})"
+              + (f"; {bidir[0]:g} GB/s is both directions added" if bidir else ""))
+    return measured, Quantity(round(ring, 1), "GB/s", f"NCCL's achievable AllReduce busbw with the ring on 1 × 8 "
+                                                      f"{cid} (x4lib.network.collectives, per-direction link "
+                                                      f"{link.value:g} GB/s)"), detail
+
+
+def _sparse_expectation(sc: Scan, ev_lines: list[int]) -> tuple[Quantity | None, Quantity | None, str]:
+    """A quoted figure equal to a catalog device's sparse peak: (that figure, the dense peak, detail)."""
+    from x4lib.catalog import specs
+    named = _device_named(sc.lines)
+    if named is None:
+        return None, None, ""
+    dev = specs.get(named[1])
+    stated = [x for i in ev_lines for x in _numbers(sc.lines.lines[i - 1][:MAX_LINE])]
+    for dt in ("bf16", "fp16", "fp8_e4m3", "int8", "tf32"):
+        dense, sparse = dev.get(f"{dt}_dense_tflops"), dev.get(f"{dt}_sparse_tflops")
+        if not (dense and sparse):
+            continue
+        if any(abs(x - sparse.value) <= 0.01 * sparse.value for x in stated):
+            return (Quantity(sparse.value, "TFLOP/s", f"the figure quoted: catalog {dev.id} {dt} with 2:4 sparsity"),
+                    Quantity(dense.value, "TFLOP/s", f"catalog {dev.id} {dt} dense peak ({dense.source})"),
+                    f"{dt.upper()} {sparse.value:g} TFLOP/s is the sparse figure; dense is {dense.value:g}")
+    return None, None, ""
+
+
+# ------------------------------------------------------------------------------------------------- findings
+
+def findings(sc: Scan, skip: frozenset = frozenset()) -> list[Finding]:
+    """The rules that the signals of one paste satisfy (rule ids in ``skip`` are left out: a tool reader already
+    gave them)."""
+    L, name, out = sc.lines, sc.lines.name, []
+
+    def add(rule_id, line_nos, detail="", measured=None, expected=None):
+        if rule_id in skip or not line_nos:
+            return
+        out.append(new_finding(rule_id, name, [L.ev(i) for i in sorted(dict.fromkeys(line_nos))], detail,
+                               measured, expected))
+
+    p2p_on = sc.has("nccl-via-p2p")
+    # transport
+    if sc.has("nccl-socket", "nccl-ib-nodevice") and not sc.has("nccl-ib-used"):
+        add("net-socket-nodes-unknown", sc.lines_of("nccl-ib-nodevice", "nccl-socket"),
+            measured=_first_busbw(sc))
+    add("ib-disabled-by-env", sc.lines_of("nccl-ib-disable"))
+    if sc.has("mnnvl"):  # NCCL_CUMEM_ENABLE=0 costs NVLink only where NVLink spans nodes
+        add("cumem-disabled-no-mnnvl", sc.lines_of("nccl-cumem-off"))
+    if not sc.has("nccl-socket", "nccl-ib-nodevice", "nccl-ib-disable"):
+        add("report-says-socket", sc.lines_of("transport-prose"))
+    # P2P through the CPU (enabled, but across root ports)
+    if (p2p_on or sc.has("nccl-p2p-level-sys")) and sc.has("p2p-cpu-prose", "nccl-p2p-level-sys"):
+        add("p2p-through-cpu", sc.lines_of("nccl-via-p2p", "nccl-p2p-level-sys", "p2p-cpu-prose", "nccl-p2p-disable"))
+    # P2P off
+    if sc.has("nccl-no-p2p") or (sc.has("nccl-via-shm") and not p2p_on):
+        add("p2p-not-supported", sc.lines_of("nccl-no-p2p", "nccl-via-shm"))
+    add("amd-no-peers", sc.lines_of("amd-no-peers"))
+    add("p2p-level-loc", sc.lines_of("nccl-p2p-level-loc"))
+    if not p2p_on:
+        add("report-says-p2p-off", sc.lines_of("p2p-prose"))
+    # PCIe
+    for i, m in sc.hits.get("pcie-table", ()):
+        g1, w1, g2, w2 = (int(x) for x in m.groups())
+        if g1 not in _PCIE_GTS or g2 not in _PCIE_GTS or not (1 <= w1 <= 32 and 1 <= w2 <= 32):
+            continue
+        lo, hi = sorted(((pcie_GBps(g1, w1), g1, w1), (pcie_GBps(g2, w2), g2, w2)))
+        if lo[0] < 0.9 * hi[0]:
+            add("pcie-link-below-another", [i], f"Gen {lo[1]} x{lo[2]} beside Gen {hi[1]} x{hi[2]}",
+                Quantity(round(lo[0], 2), "GB/s", f"line rate per direction of Gen {lo[1]} x{lo[2]}"),
+                Quantity(round(hi[0], 2), "GB/s", f"line rate per direction of Gen {hi[1]} x{hi[2]} "
+                                                 "(x4lib.network.links)"))
+            break
+    for i, m in sc.hits.get("pcie-lanes-report", ()):
+        now, cap = int(m.group(1)), int(m.group(2))
+        if now < cap:
+            add("pcie-width-downgraded", [i], f"x{now} of a possible x{cap}")
+            break
+    add("report-says-pcie-slot", [i for i in sc.lines_of("pcie-prose") if "LnkSta" not in L.lines[i - 1]])
+    add("pcie-aer-errors", sc.lines_of("dmesg-aer"))
+    # power and clocks
+    add("clock-reason-in-paste", sc.lines_of("smi-reason-active"))
+    for i, m in sc.hits.get("power-limit-default", ()):
+        lim, default = float(m.group(1)), float(m.group(2))
+        if lim < 0.99 * default:
+            add("power-limit-lowered", [i], f"{lim:g} W of a default {default:g} W",
+                Quantity(lim, "W", f"power limit, line {i}"), Quantity(default, "W", "default power limit"))
+            break
+    add("report-says-thermal", sc.lines_of("thermal-prose"))
+    # ACS, IOMMU, VMs
+    add("acs-enabled", sc.lines_of("lspci-acs-on"))
+    add("rccl-iommu-pt-missing", sc.lines_of("nccl-iommu-pt"))
+    add("iommu-in-paste", sc.lines_of("dmesg-iommu"))
+    add("vm-topology", sc.lines_of("vm-prose", "nccl-topo-file"))
+    # NUMA and affinity
+    add("gdr-level-forced", sc.lines_of("nccl-gdr-level"))
+    add("cpu-binding", sc.lines_of("numa-prose"))
+    add("report-says-nic-pairing", sc.lines_of("nic-pairing-prose"))
+    # expectations
+    if sc.has("expectation-prose"):
+        ev = sc.lines_of("expectation-prose")
+        measured, expected, detail = _sparse_expectation(sc, ev)
+        if expected is not None:
+            add("sparse-peak-expected", ev, detail, measured, expected)
+        else:
+            measured, expected, detail = _line_rate_expectation(sc, ev)
+            add("line-rate-expected", ev, detail, measured, expected)
+    rows = [(i, float(m.group(2))) for i, m in sc.hits.get("nccltests-row", ())]
+    for i, m in sc.hits.get("nccltests-avg", ()):
+        avg = float(m.group(1))
+        peak = max(rows, key=lambda r: r[1]) if rows else None
+        if peak and peak[1] > 1.05 * avg:
+            add("avg-busbw-not-peak", [i, peak[0]], f"average {avg:g} GB/s over all sizes; largest row {peak[1]:g}",
+                Quantity(avg, "GB/s", f"# Avg bus bandwidth, line {i}"),
+                Quantity(peak[1], "GB/s", f"busbw of the best row (line {peak[0]})"))
+            break
+    # dtype, shape, cache
+    add("tf32-not-enabled", sc.lines_of("tf32-off"))
+    add("cache-flattered", sc.lines_of("cache-flattered"))
+    add("shape-kernel-choice", sc.lines_of("shape-kernel"))
+    # other
+    add("gpu-xid", sc.lines_of("dmesg-xid"))
+    add("report-says-fabric", sc.lines_of("fabric-prose"))
+    return out
+
+
+def _first_busbw(sc: Scan) -> Quantity | None:
+    for i, m in sc.hits.get("busbw-prose", ())[:1]:
+        return Quantity(float(m.group(1)), "GB/s", f"figure reported on line {i}")
+    return None
+
+
+def next_command(sc: Scan) -> str:
+    """The one command whose output would decide, for a paste without a cause: chosen by what was pasted."""
+    if sc.has("nccltests-row", "nccltests-avg", "busbw-prose", "nccl-info", "nccl-ib-used"):
+        return ("NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET,GRAPH <the same command> 2>&1 | "
+                "grep -E 'NET/|via |P2P|Using network'")
+    if sc.has("smi-summary", "thermal-prose", "tflops-figure"):
+        return "nvidia-smi -q -d PERFORMANCE,POWER,TEMPERATURE   (while the job runs)"
+    if sc.has("lspci-lnksta", "pcie-prose"):
+        return "sudo lspci -vv -d 10de: | grep -E 'LnkCap:|LnkSta:'   (while the job runs)"
+    return "nvidia-smi topo -m"

@@ -1,0 +1,137 @@
+"""The doctor on real reports: ``python -m x4lib doctor`` run on the 45 stored cases of tests/data/doctor/corpus/
+(what users pasted in public threads, each with the cause the thread established; provenance in corpus.yaml and
+tests/data/README.md), scored by category and on the held-out quarter that no rule was written against.
+
+A case counts as named when the input's named cause (``InputReport.named_cause``: the most severe finding, then
+``x4lib.doctor.findings.CAUSE_ORDER``) is in the thread's category **and** a finding of that category quotes the
+case's evidence line (its line number in the pasted text). Used in: book/lab-01-collectives.md ("The doctor on real
+reports"); tests/pages/test_doctor_corpus.py asserts the numbers the page shows.
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+
+from x4lib import paths
+from x4lib.doctor import diagnose as doctor
+
+CORPUS_DIR = paths.REPO_ROOT / "tests" / "data" / "doctor" / "corpus"
+
+#: the corpus's categories (the issue's names) -> the doctor's categories (x4lib.doctor.findings.CATEGORIES)
+CATEGORY = {"transport-fallback": "tcp-fallback", "p2p-off": "p2p-disabled", "pcie-downtrained": "pcie-downtrained",
+            "power-or-clock": "power-or-thermal-throttle", "acs-iommu-vm": "virtualization-acs-iommu",
+            "numa-socket": "affinity-numa", "wrong-expectation": "algorithm-or-expectation",
+            "dtype-or-shape": "dtype-or-shape", "other": "other"}
+
+
+@dataclasses.dataclass(frozen=True)
+class CaseScore:
+    file: str
+    source: str
+    category: str  # the thread's (corpus) category
+    held_out: bool
+    evidence_lines: tuple[int, ...]  # where the case's evidence line is in the text
+    named_category: str | None  # the doctor's named cause, in the corpus's vocabulary (None: nothing, or exit 2)
+    named_rule: str | None
+    evidence_found: bool
+    exit_code: int
+
+    @property
+    def named(self) -> bool:
+        return self.named_category == self.category and self.evidence_found
+
+
+@functools.lru_cache(maxsize=1)
+def corpus() -> tuple[dict, ...]:
+    import yaml
+    return tuple(yaml.safe_load((CORPUS_DIR / "corpus.yaml").read_text(encoding="utf-8")))
+
+
+def diagnose_case(entry: dict):
+    """(report, findings) of one corpus case, or (None, []) when the doctor refuses it (exit 2)."""
+    text = (CORPUS_DIR / entry["file"]).read_text(encoding="utf-8")
+    try:
+        return doctor.diagnose_text(text, entry["file"])
+    except doctor.DoctorError:
+        return None, []
+
+
+def score_case(entry: dict) -> CaseScore:
+    text = (CORPUS_DIR / entry["file"]).read_text(encoding="utf-8")
+    where = tuple(i for i, ln in enumerate(text.splitlines(), 1) if ln == entry["evidence_line"])
+    report, found = diagnose_case(entry)
+    back = {v: k for k, v in CATEGORY.items()}
+    cause = report.named_cause if report else None
+    want = CATEGORY[entry["category"]]
+    ev = any(e.line in where for f in found if f.category == want for e in f.evidence)
+    exit_code = 2 if report is None else doctor.Report(tuple(found), (report,)).exit_code
+    return CaseScore(entry["file"], entry["source"], entry["category"], bool(entry.get("held_out")), where,
+                     back[cause["category"]] if cause else None, cause["rule"] if cause else None, ev, exit_code)
+
+
+@functools.lru_cache(maxsize=1)
+def scores() -> tuple[CaseScore, ...]:
+    return tuple(score_case(e) for e in corpus())
+
+
+def summary() -> dict:
+    """{"all": (named, cases), "written_against": (...), "held_out": (...), "refused": n, "refused_held_out": n,
+    "by_category": {cat: (named, cases, held-out named, held-out cases)}}."""
+    s = scores()
+
+    def count(rows):
+        rows = list(rows)
+        return sum(r.named for r in rows), len(rows)
+    by = {c: (*count(r for r in s if r.category == c), *count(r for r in s if r.category == c and r.held_out))
+          for c in CATEGORY}
+    return {"all": count(s), "written_against": count(r for r in s if not r.held_out),
+            "held_out": count(r for r in s if r.held_out), "refused": sum(r.exit_code == 2 for r in s),
+            "refused_held_out": sum(r.exit_code == 2 for r in s if r.held_out),
+            "by_category": by}
+
+
+def pct(pair: tuple[int, int]) -> float:
+    return round(100 * pair[0] / pair[1], 1) if pair[1] else 0.0
+
+
+def category_table():
+    """The score by category (pandas), with the totals as the last rows."""
+    import pandas as pd
+    sm = summary()
+    rows = [{"category": c, "cases": n, "named": k, "named %": pct((k, n)), "held out": hn, "held out named": hk}
+            for c, (k, n, hk, hn) in sm["by_category"].items()]
+    for label, key in (("written against (not held out)", "written_against"), ("held out", "held_out"),
+                       ("all", "all")):
+        k, n = sm[key]
+        rows.append({"category": label, "cases": n, "named": k, "named %": pct((k, n)),
+                     "held out": n if key == "held_out" else (0 if key == "written_against" else sm["held_out"][1]),
+                     "held out named": k if key == "held_out" else (0 if key == "written_against"
+                                                                     else sm["held_out"][0])})
+    return pd.DataFrame(rows).set_index("category")
+
+
+def case_table(held_out: bool | None = None):
+    """One row per case: the thread's category, what the doctor named, whether the evidence line was quoted."""
+    import pandas as pd
+    return pd.DataFrame([{"case": r.file.removesuffix(".txt"), "thread says": r.category,
+                          "doctor names": r.named_category or ("refused (exit 2)" if r.exit_code == 2 else "nothing"),
+                          "rule": r.named_rule or "", "evidence line quoted": r.evidence_found,
+                          "named": r.named, "held out": r.held_out}
+                         for r in scores() if held_out is None or r.held_out == held_out]).set_index("case")
+
+
+def worked_case(file: str, context: int = 2) -> str:
+    """A case end to end, as markdown: where it comes from, the lines around its evidence as pasted, and the
+    doctor's output on the whole paste (``python -m x4lib doctor --from -`` prints the same)."""
+    entry = next(e for e in corpus() if e["file"] == file)
+    text = (CORPUS_DIR / file).read_text(encoding="utf-8")
+    lines = text.splitlines()
+    s = score_case(entry)
+    at = s.evidence_lines[0] if s.evidence_lines else 1
+    lo, hi = max(1, at - context), min(len(lines), at + context)
+    excerpt = "\n".join(f"{i:>3}  {lines[i - 1][:150]}" for i in range(lo, hi + 1))
+    report, found = diagnose_case(entry)
+    out = doctor.to_text(doctor.Report(tuple(found), (report,))) if report else "(refused: exit 2)"
+    return (f"**{file}** ({entry['source']}; the thread established: {entry['cause']})\n\n"
+            f"Lines {lo}-{hi} of the paste ({len(lines)} lines):\n\n```text\n{excerpt}\n```\n\n"
+            f"`python -m x4lib doctor --from {file}`:\n\n```text\n{out}\n```\n")
