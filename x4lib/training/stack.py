@@ -145,9 +145,18 @@ class Constants:
     memory: float = 1.0
     kernels: float = 0.0
     overlapped: float = 0.0
+    #: (stack id, seconds per kernel) where a stack's own launch and framework overhead was fitted; others use
+    #: ``kernels``, the value pooled over every stack
+    stack_kernels: tuple = ()
 
     def vector(self) -> tuple[float, ...]:
         return tuple(getattr(self, f) for f in FEATURES)
+
+    def kernels_for(self, stack_id: str | None) -> float:
+        return dict(self.stack_kernels).get(stack_id, self.kernels)
+
+    def to_json(self) -> dict:
+        return {**{f: getattr(self, f) for f in FEATURES}, "kernels_by_stack": dict(self.stack_kernels)}
 
 
 HARDWARE_ONLY = Constants()
@@ -161,11 +170,14 @@ class Step:
     bubble_factor: float
     notes: Mapping
 
+    def _c(self, c: Constants, k: str) -> float:
+        return c.kernels_for(self.notes.get("stack")) if k == "kernels" else getattr(c, k)
+
     def time_s(self, c: Constants = HARDWARE_ONLY) -> float:
-        return sum(getattr(c, k) * self.features[k] for k in FEATURES) + sum(self.exposed.values())
+        return sum(self._c(c, k) * self.features[k] for k in FEATURES) + sum(self.exposed.values())
 
     def terms_s(self, c: Constants = HARDWARE_ONLY) -> dict:
-        out = {k: getattr(c, k) * self.features[k] for k in FEATURES}
+        out = {k: self._c(c, k) * self.features[k] for k in FEATURES}
         out.update({f"exposed {k}": v for k, v in self.exposed.items()})
         return out
 
@@ -341,4 +353,4 @@ def step(shape: Shape, lay: Setup, dev: specs.Device, st: Stack, cluster: cluste
                 "kernels": kern_mb * bubble, "overlapped": ovl_mb * bubble + dp_ovl}
     exposed = {"tensor-parallel": exp_mb * bubble, "pipeline sends": p2p_mb * bubble, "data-parallel": dp_exp}
     return Step(MappingProxyType(features), MappingProxyType(exposed), bubble / m,
-                MappingProxyType({"stage_layers": L_stage, "micro_batches": m}))
+                MappingProxyType({"stage_layers": L_stage, "micro_batches": m, "stack": st.id}))

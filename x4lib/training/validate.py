@@ -30,6 +30,7 @@ from x4lib.training import ground_truth as gt, stack as stk
 
 METHOD_VERSION = 1
 PRIOR_WEIGHT = 0.3      # the pull of the multipliers towards 1, against a total weight of 1 per source
+STACK_PRIOR_WEIGHT = 0.03  # the pull of a stack's seconds per kernel towards the pooled value
 HUBER_DELTA = 0.2       # relative error beyond which a row's pull on the fit stops growing (Huber)
 HUBER_ITERATIONS = 4
 TARGETS = {             # issue 30's targets, each against data not fitted on
@@ -60,49 +61,86 @@ def _matrix(source: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return F, fixed, meas
 
 
-def _nnls(A: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Non-negative least squares by trying every subset of free columns (five columns: 31 small solves)."""
+def _nnls(A: np.ndarray, b: np.ndarray, max_iter: int = 200) -> np.ndarray:
+    """Non-negative least squares, min |Ax − b| with x ≥ 0 (Lawson and Hanson's active-set method)."""
     n = A.shape[1]
-    best, best_x = math.inf, np.zeros(n)
-    for k in range(1, n + 1):
-        for cols in itertools.combinations(range(n), k):
-            x_sub, *_ = np.linalg.lstsq(A[:, cols], b, rcond=None)
-            if (x_sub < 0).any():
-                continue
-            x = np.zeros(n)
-            x[list(cols)] = x_sub
-            r = float(np.sum((A @ x - b) ** 2))
-            if r < best:
-                best, best_x = r, x
-    return best_x
+    x = np.zeros(n)
+    free = np.zeros(n, dtype=bool)
+    for _ in range(max_iter):
+        w = A.T @ (b - A @ x)
+        if free.all() or (w[~free] <= 1e-12 * max(1.0, np.abs(w).max())).all():
+            break
+        j = int(np.argmax(np.where(free, -np.inf, w)))
+        free[j] = True
+        while True:
+            z = np.zeros(n)
+            z[free], *_ = np.linalg.lstsq(A[:, free], b, rcond=None)
+            if (z[free] > 0).all():
+                x = z
+                break
+            neg = free & (z <= 0)
+            alpha = np.min(x[neg] / (x[neg] - z[neg]))
+            x = x + alpha * (z - x)
+            free &= x > 1e-15
+            x[~free] = 0.0
+    return x
+
+
+def _solve(A: np.ndarray, b: np.ndarray, w0: np.ndarray, prior_A: np.ndarray, prior_b: np.ndarray) -> np.ndarray:
+    h = np.ones(len(b))
+    x = np.zeros(A.shape[1])
+    for _ in range(HUBER_ITERATIONS):  # Huber reweighting: a layout far off its hardware pulls no harder than 20 %
+        x = _nnls(np.vstack([A * h[:, None], prior_A]), np.concatenate([b * h, prior_b]))
+        r = np.abs(A @ x - b) / w0
+        h = np.sqrt(np.minimum(1.0, HUBER_DELTA / np.maximum(r, 1e-12)))
+    return x
 
 
 @functools.lru_cache(maxsize=32)
 def fit(sources: tuple[str, ...]) -> stk.Constants:
-    """The constants fitted on ``sources`` only (module docstring)."""
+    """The constants fitted on ``sources`` only (module docstring): first every constant pooled over the stacks,
+    then the seconds per kernel of each stack that has rows in ``sources``, pulled towards the pooled value."""
     if not sources:
         return stk.HARDWARE_ONLY
-    rows_A, rows_b = [], []
+    rows_A, rows_b, w0, stack_of = [], [], [], []
     for s in sources:
         F, fixed, meas = _matrix(s)
         w = math.sqrt(1.0 / len(meas))
         rows_A.append(F / meas[:, None] * w)
         rows_b.append((1.0 - fixed / meas) * w)
-    A, b = np.vstack(rows_A), np.concatenate(rows_b)
-    w0 = np.concatenate([np.full(len(a), a_w) for a, a_w in
-                         ((ra, math.sqrt(1.0 / len(ra))) for ra in rows_A)])
+        w0.append(np.full(len(meas), w))
+        stack_of += [r.stack.id for r in gt.rows(s)]
+    A, b, w0 = np.vstack(rows_A), np.concatenate(rows_b), np.concatenate(w0)
     n = len(stk.FEATURES)
     prior_A = np.zeros((3, n))
-    prior_b = np.zeros(3)
     for i in range(3):  # gemm, attention, memory towards 1
         prior_A[i, i] = PRIOR_WEIGHT
-        prior_b[i] = PRIOR_WEIGHT
-    h = np.ones(len(b))
-    for _ in range(HUBER_ITERATIONS):  # Huber reweighting: a layout far off its hardware pulls no harder than 20 %
-        x = _nnls(np.vstack([A * h[:, None], prior_A]), np.concatenate([b * h, prior_b]))
-        r = np.abs(A @ x - b) / w0
-        h = np.sqrt(np.minimum(1.0, HUBER_DELTA / np.maximum(r, 1e-12)))
-    return stk.Constants(*(float(v) for v in x))
+    pooled = _solve(A, b, w0, prior_A, np.full(3, PRIOR_WEIGHT))
+    # stage 2: one kernel column per stack
+    kcol = stk.FEATURES.index("kernels")
+    names = sorted(set(stack_of))
+    stack_of = np.array(stack_of)
+    others = [i for i in range(n) if i != kcol]
+    cols = [A[:, i] for i in others] + [np.where(stack_of == nm, A[:, kcol], 0.0) for nm in names]
+    A2 = np.column_stack(cols)
+    m2 = A2.shape[1]
+    pA, pb = [], []
+    for i in range(3):
+        row = np.zeros(m2)
+        row[i] = PRIOR_WEIGHT
+        pA.append(row)
+        pb.append(PRIOR_WEIGHT)
+    if pooled[kcol] > 0:
+        for j in range(len(names)):
+            row = np.zeros(m2)
+            row[len(others) + j] = STACK_PRIOR_WEIGHT / pooled[kcol]
+            pA.append(row)
+            pb.append(STACK_PRIOR_WEIGHT)
+    x2 = _solve(A2, b, w0, np.array(pA), np.array(pb))
+    vals = dict(zip([stk.FEATURES[i] for i in others], x2[:len(others)]))
+    return stk.Constants(gemm=float(vals["gemm"]), attention=float(vals["attention"]), memory=float(vals["memory"]),
+                         kernels=float(pooled[kcol]), overlapped=float(vals["overlapped"]),
+                         stack_kernels=tuple((nm, float(v)) for nm, v in zip(names, x2[len(others):])))
 
 
 def loso_constants(source: str) -> stk.Constants:
@@ -190,7 +228,7 @@ def summary(source: str) -> dict:
         "ranking_groups": len(taus),
         "peer": dict(info["peer"]),
         "fitted_on": [s for s in gt.SOURCES if s != source],
-        "constants": dataclasses.asdict(c),
+        "constants": c.to_json(),
         "mfu_points": None, "within_10_points": None, "playbook": None,
     }
     if source == "published":
@@ -220,7 +258,7 @@ def report(sources: Sequence[str]) -> dict:
     return {"schema_version": 1, "method_version": METHOD_VERSION,
             "error_convention": "t_predicted / t_measured - 1 (negative: predicted too fast)",
             "fit": "leave-one-source-out: each source scored with constants fitted on the others only",
-            "constants_all_sources": dataclasses.asdict(all_constants()),
+            "constants_all_sources": all_constants().to_json(),
             "sources": [summary(s) for s in sources]}
 
 
@@ -254,8 +292,10 @@ def _text(doc: dict) -> str:
                          f"5 % of the best in {pb['pick_within_5pct']} of {pb['groups']} groups")
         if s["within_10_points"] is not None:
             lines.append(f"{'':14} within +-10 MFU points: {s['within_10_points']} of {s['rows']}")
-    c = doc["constants_all_sources"]
+    c = dict(doc["constants_all_sources"])
+    by_stack = c.pop("kernels_by_stack")
     lines.append("constants fitted on all sources: " + ", ".join(f"{k} {v:.3g}" for k, v in c.items())
+                 + "; seconds per kernel by stack: " + ", ".join(f"{k} {v:.3g}" for k, v in by_stack.items())
                  + " (each source above is scored with its own leave-one-out fit)")
     return "\n".join(lines)
 
