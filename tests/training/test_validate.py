@@ -78,17 +78,25 @@ def test_the_fit_never_sees_the_source_it_scores(monkeypatch, report):
     seen = []
     real = validate.fit.__wrapped__
 
-    def spy(sources):
-        seen.append(sources)
-        return real(sources)
+    def spy(sources, without=""):
+        seen.append((sources, without))
+        return real(sources, without)
     monkeypatch.setattr(validate, "fit", spy)
     for s in gt.SOURCES:
         seen.clear()
-        c = validate.loso_constants(s)
-        assert seen == [tuple(x for x in gt.SOURCES if x != s)]
-        assert c == real(tuple(x for x in gt.SOURCES if x != s))
+        validate.scored(s)
+        origins = {r.origin for r in gt.rows(s)}
+        assert seen and all(src == tuple(x for x in gt.SOURCES if x != s) for src, _ in seen)
+        assert {w for _, w in seen} == origins  # and each row's own publication is left out too
     for doc in report["sources"]:
         assert doc["source"] not in doc["fitted_on"] and len(doc["fitted_on"]) == len(gt.SOURCES) - 1
+
+
+def test_a_published_run_that_is_also_a_table_5_row_is_not_fitted_on_to_score_itself():
+    # Korthikanti's 175B selective run is in Table 5 and in training_runs.yaml; the Playbook's best layouts too
+    assert len(validate._matrix("korthikanti", "korthikanti-2022")[2]) == 0
+    pub = validate._matrix("published", "hf-ultrascale-playbook-2025")[2]
+    assert len(pub) == 17 - sum(r.origin == "hf-ultrascale-playbook-2025" for r in gt.rows("published")) < 17
 
 
 def test_the_fit_recovers_known_constants():

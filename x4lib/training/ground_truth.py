@@ -23,6 +23,9 @@ from x4lib.training import stack as stk
 ROWS_PATH = specs.DATA_DIR / "ground_truth" / "rows.csv"
 SOURCES = ("vtrain-multi", "vtrain-single", "korthikanti", "playbook", "published")
 #: the cluster preset whose links a device's rows use
+#: the publication a source's measurements come from, where the published runs (training_runs.yaml, keyed by their
+#: ``source``) reuse some of them: Table 5's 175B run and the Playbook's best layouts are in both
+ORIGIN = {"korthikanti": "korthikanti-2022", "playbook": "hf-ultrascale-playbook-2025"}
 CLUSTER_OF = {"a100-sxm-80gb": "2x8-a100-ib200", "h100-sxm": "2x8-h100-ib400"}
 
 
@@ -48,6 +51,8 @@ class Row:
     measured_step_s: float
     flag: str = ""
     not_stated: tuple = ()
+    origin: str = ""      # the bib key of the publication the measurement comes from
+
 
     @property
     def gpus(self) -> int:
@@ -111,7 +116,7 @@ def _csv_row(r: Mapping, src: Mapping, doc: Mapping) -> Row:
     params = float(r["params"]) if r["params"] else _params(shape)
     return Row(r["source"], r["row_id"], r["model_label"] or f"h{shape.hidden} L{shape.layers}", params, shape, setup,
                _int(r, "gpus_per_node"), dev, _cluster(dev.id), src["network"]["nics_per_node"],
-               stk.stack(src["stack"]), gbs, step, r["flag"])
+               stk.stack(src["stack"]), gbs, step, r["flag"], (), ORIGIN.get(r["source"], r["source"]))
 
 
 def _published_row(r: Mapping, doc: Mapping) -> Row:
@@ -129,7 +134,7 @@ def _published_row(r: Mapping, doc: Mapping) -> Row:
     dev = specs.get(r["device"])
     step = lay["global_batch_tokens"] / planner.published_tokens_per_s(r)
     return Row("published", r["id"], r["id"], m["params"], shape, setup, 8, dev, _cluster(dev.id, r["cluster"]),
-               clusters.get(r["cluster"]).nics_per_node, st, gbs, step, "", tuple(r["not_stated"]))
+               clusters.get(r["cluster"]).nics_per_node, st, gbs, step, "", tuple(r["not_stated"]), r["source"])
 
 
 @functools.lru_cache(maxsize=8)

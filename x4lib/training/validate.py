@@ -5,7 +5,8 @@
 For every row of a source (x4lib.training.ground_truth) the stack model (x4lib.training.stack) times the row's own
 published layout with constants **fitted leave-one-source-out**: the five constants (GEMM, attention and
 memory-bound multipliers, seconds per kernel, the share of overlapped communication that compute loses) are fitted
-on every *other* source and never on the one scored. The fit is a non-negative least-squares fit of the relative
+on every *other* source and never on the one scored, nor on any row measured in the same publication as the row
+scored (the published runs include Table 5's and the Playbook's own runs). The fit is a non-negative least-squares fit of the relative
 step-time error, each source weighted equally (1/rows), Huber-reweighted (a row more than 20 % off pulls no harder), with a weak pull of the three multipliers towards 1 (the
 hardware model) so that a constant the remaining sources cannot pin stays physical.
 
@@ -53,11 +54,13 @@ def steps(source: str) -> tuple[stk.Step, ...]:
                           nics_per_node=r.nics_per_node) for r in gt.rows(source))
 
 
-def _matrix(source: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    st = steps(source)
-    F = np.array([[s.features[k] for k in stk.FEATURES] for s in st])
+def _matrix(source: str, without: str = "") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Features, exposed seconds and measured seconds of a source's rows, less those of origin ``without``."""
+    keep = [i for i, r in enumerate(gt.rows(source)) if r.origin != without]
+    st = [steps(source)[i] for i in keep]
+    F = np.array([[s.features[k] for k in stk.FEATURES] for s in st]).reshape(len(st), len(stk.FEATURES))
     fixed = np.array([sum(s.exposed.values()) for s in st])
-    meas = np.array([r.measured_step_s for r in gt.rows(source)])
+    meas = np.array([gt.rows(source)[i].measured_step_s for i in keep])
     return F, fixed, meas
 
 
@@ -96,20 +99,23 @@ def _solve(A: np.ndarray, b: np.ndarray, w0: np.ndarray, prior_A: np.ndarray, pr
     return x
 
 
-@functools.lru_cache(maxsize=32)
-def fit(sources: tuple[str, ...]) -> stk.Constants:
-    """The constants fitted on ``sources`` only (module docstring): first every constant pooled over the stacks,
-    then the seconds per kernel of each stack that has rows in ``sources``, pulled towards the pooled value."""
-    if not sources:
-        return stk.HARDWARE_ONLY
+@functools.lru_cache(maxsize=64)
+def fit(sources: tuple[str, ...], without: str = "") -> stk.Constants:
+    """The constants fitted on ``sources`` only, less every row whose measurement comes from the publication
+    ``without`` (module docstring): first every constant pooled over the stacks, then the seconds per kernel of each
+    stack that has rows in ``sources``, pulled towards the pooled value."""
     rows_A, rows_b, w0, stack_of = [], [], [], []
     for s in sources:
-        F, fixed, meas = _matrix(s)
+        F, fixed, meas = _matrix(s, without)
+        if not len(meas):
+            continue
         w = math.sqrt(1.0 / len(meas))
         rows_A.append(F / meas[:, None] * w)
         rows_b.append((1.0 - fixed / meas) * w)
         w0.append(np.full(len(meas), w))
-        stack_of += [r.stack.id for r in gt.rows(s)]
+        stack_of += [r.stack.id for r in gt.rows(s) if r.origin != without]
+    if not rows_A:
+        return stk.HARDWARE_ONLY
     A, b, w0 = np.vstack(rows_A), np.concatenate(rows_b), np.concatenate(w0)
     n = len(stk.FEATURES)
     prior_A = np.zeros((3, n))
@@ -143,9 +149,10 @@ def fit(sources: tuple[str, ...]) -> stk.Constants:
                          stack_kernels=tuple((nm, float(v)) for nm, v in zip(names, x2[len(others):])))
 
 
-def loso_constants(source: str) -> stk.Constants:
-    """Constants fitted on every source but ``source``."""
-    return fit(tuple(s for s in gt.SOURCES if s != source))
+def loso_constants(source: str, origin: str = "") -> stk.Constants:
+    """Constants fitted on every source but ``source``, and without any row of publication ``origin`` (a row of
+    the published runs that is also in another source, e.g. a Table 5 run, is never fitted on to score itself)."""
+    return fit(tuple(s for s in gt.SOURCES if s != source), origin)
 
 
 def all_constants() -> stk.Constants:
@@ -193,8 +200,10 @@ class Scored:
 
 
 def scored(source: str, constants: stk.Constants | None = None) -> list[Scored]:
-    c = constants or loso_constants(source)
-    return [Scored(r, s.time_s(c)) for r, s in zip(gt.rows(source), steps(source))]
+    """Every row of ``source`` predicted with ``constants``, or with the leave-one-source-out fit that also leaves
+    out the row's own publication."""
+    return [Scored(r, s.time_s(constants or loso_constants(source, r.origin)))
+            for r, s in zip(gt.rows(source), steps(source))]
 
 
 def _groups(sc: Iterable[Scored]) -> dict:
@@ -207,7 +216,7 @@ def _groups(sc: Iterable[Scored]) -> dict:
 def summary(source: str) -> dict:
     """The per-source statistics of the module docstring, display units (percent, points)."""
     c = loso_constants(source)
-    sc = scored(source, c)
+    sc = scored(source)
     info = gt.source_info(source)
     errs = [x.error for x in sc]
     taus = []
@@ -228,6 +237,7 @@ def summary(source: str) -> dict:
         "ranking_groups": len(taus),
         "peer": dict(info["peer"]),
         "fitted_on": [s for s in gt.SOURCES if s != source],
+        "also_left_out": sorted({r.origin for r in gt.rows(source)}),
         "constants": c.to_json(),
         "mfu_points": None, "within_10_points": None, "playbook": None,
     }
