@@ -281,17 +281,22 @@ def stack_plan_mfu(p: planner.Plan, stack_id: str = "nemo-mcore-2024") -> float:
 VOCAB_70B = 128256
 
 
+@functools.lru_cache(maxsize=1)
 def headline() -> dict:
-    """One MFU for the 70B run on 1024 H100s: the stack model on the planner's layout, with the spread of its
-    leave-one-source-out residuals on the published H100 runs (MFU points)."""
-    p = best("h100-sxm", 1024)
-    pub = {d["source"]: d for d in ground_truth_report()["sources"]}["published"]
-    from x4lib.catalog import specs as _s
+    """One MFU for the 70B run on 1024 H100s: the stack model's best of every layout the planner finds that fits,
+    with the spread of its leave-one-source-out residuals on the published H100 runs (MFU points), beside the
+    planner's own best."""
     from x4lib.training import ground_truth as gt
+    plans = planner.search(model70(), specs.get("h100-sxm"), 1024, batch_tokens())
+    scored = sorted(((stack_plan_mfu(p), p) for p in plans), key=lambda x: -x[0])
+    mfu_s, p = scored[0]
+    pub = {d["source"]: d for d in ground_truth_report()["sources"]}["published"]
     h100 = {r.row_id for r in gt.rows("published") if r.device.id == "h100-sxm"}
     res = [r["points"] for r in pub["runs"] if r["id"] in h100]
-    return {"mfu": 100 * stack_plan_mfu(p), "planner_mfu": 100 * p.mfu, "lo": min(res), "hi": max(res),
-            "n": len(res), "layout": p.layout.label()}
+    top = best("h100-sxm", 1024)
+    return {"mfu": 100 * mfu_s, "layout": p.layout.label(), "planner_mfu": 100 * top.mfu,
+            "planner_layout": top.layout.label(), "planner_layout_stack_mfu": 100 * stack_plan_mfu(top),
+            "lo": min(res), "hi": max(res), "n": len(res), "layouts": len(plans)}
 
 
 # ------------------------------------------------------------------------------------------------ glue values
@@ -339,6 +344,11 @@ def summary() -> dict:
         s[f"gt_{k}_err"] = d["mean_abs_error_pct"]
         s[f"gt_{k}_rows"] = d["rows"]
         s[f"gt_{k}_bias"] = d["signed_bias_pct"]
+    for src, d in by.items():
+        if d["peer"]["error_pct"] is not None:
+            s[f"gt_{src.replace('-', '_')}_peer"] = d["peer"]["error_pct"]
+    from x4lib.training import validate
+    s["gt_kernel_mds_us"] = 1e6 * validate.loso_constants("vtrain-single").kernels_for("megatron-deepspeed")
     s["gt_playbook_best"] = by["playbook"]["playbook"]["best_median_abs_error_pct"]
     s["gt_playbook_pick"] = by["playbook"]["playbook"]["pick_within_5pct"]
     s["gt_playbook_groups"] = by["playbook"]["playbook"]["groups"]
@@ -350,4 +360,6 @@ def summary() -> dict:
     h = headline()
     s["head_mfu"], s["head_lo"], s["head_hi"], s["head_n"] = h["mfu"], h["lo"], h["hi"], h["n"]
     s["head_gap"] = h["planner_mfu"] - h["mfu"]
+    s["head_layout"], s["head_layouts"] = h["layout"], h["layouts"]
+    s["head_planner_layout_stack_mfu"] = h["planner_layout_stack_mfu"]
     return s
