@@ -349,6 +349,8 @@ def summary() -> dict:
             s[f"gt_{src.replace('-', '_')}_peer"] = d["peer"]["error_pct"]
     from x4lib.training import validate
     s["gt_kernel_mds_us"] = 1e6 * validate.loso_constants("vtrain-single").kernels_for("megatron-deepspeed")
+    for k, val in validate.LIMITS.items():
+        s[f"target_{k}"] = val
     s["gt_playbook_best"] = by["playbook"]["playbook"]["best_median_abs_error_pct"]
     s["gt_playbook_pick"] = by["playbook"]["playbook"]["pick_within_5pct"]
     s["gt_playbook_groups"] = by["playbook"]["playbook"]["groups"]
