@@ -212,8 +212,8 @@ class Scored:
 def scored(source: str, constants: stk.Constants | None = None) -> list[Scored]:
     """Every row of ``source`` predicted with ``constants``, or with the leave-one-source-out fit that also leaves
     out the row's own publication."""
-    return [Scored(r, s.time_s(constants or loso_constants(source, r.origin)))
-            for r, s in zip(gt.rows(source), steps(source))]
+    by_origin = {o: constants or loso_constants(source, o) for o in dict.fromkeys(r.origin for r in gt.rows(source))}
+    return [Scored(r, s.time_s(by_origin[r.origin])) for r, s in zip(gt.rows(source), steps(source))]
 
 
 def _groups(sc: Iterable[Scored]) -> dict:
