@@ -52,6 +52,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "peak": ("x4lib.catalog.peaks", "a peak rate from first principles: units × FLOP per clock × clock, against the catalog"),
     "systolic": ("x4lib.compute.systolic", "simulate a weight-stationary systolic array: cycles, MACs, utilisation"),
     "plan": ("x4lib.training.planner", "lay out a training run: the layout that fits and runs fastest, MFU, days, cost, energy"),
+    "plan-validate": ("x4lib.training.validate", "the planner against public ground truth (vTrain, Korthikanti/Calculon, the Playbook, published runs), fitted leave-one-source-out"),
     "landscape": ("x4lib.catalog.landscape", "every accelerator on one basis (dense, per chip, per direction, GB = 1e9 B)"),
     "choose": ("x4lib.catalog.choose", "rank the catalog's accelerators for a workload and name the deciding constraint"),
 }
