@@ -33,3 +33,20 @@ def test_lab01_measure_only_runs_with_only_torch(tmp_path):
     r = run_bare("lab01", "--profile", "local-cpu", "--quick", "--measure-only", "--runs-dir", str(tmp_path))
     assert r.returncode == 0, r.stderr[-2000:]
     assert list((tmp_path / "lab01").glob("*/results.json"))
+
+
+def test_lab02_measure_only_runs_with_only_torch_and_its_cpu_check_meets_the_target(tmp_path):
+    """Lab 02's whole measuring path on a bare pod (standard library + torch): the layer calibrated with one
+    process, then the small model trained with DDP over gloo on 1 and 2 processes; the calibrated prediction of
+    each step must be within 15 % of the measured one (the process's CPU time: this test runs on shared machines)."""
+    from x4lib.training import calibration
+    r = run_bare("lab02", "--profile", "local-cpu", "--quick", "--measure-only", "--runs-dir", str(tmp_path))
+    assert r.returncode == 0, r.stderr[-2000:]
+    (run_dir,) = [p.parent for p in (tmp_path / "lab02").glob("*/results.json")]
+    rows = calibration.check_rows(run_dir)
+    assert [row["ranks"] for row in rows] == [1, 2]
+    for row in rows:
+        assert abs(row["error"]) <= calibration.CHECK_TARGET, (
+            f"{row['ranks']} process(es): measured {row['measured_s'] * 1e3:.1f} ms, predicted "
+            f"{row['predicted_s'] * 1e3:.1f} ms ({row['error']:+.1%}); per term measured {row['measured']}, "
+            f"predicted {row['predicted']}")
