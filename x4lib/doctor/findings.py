@@ -30,9 +30,10 @@ KINDS = ("nccl-tests-log", "nccl-debug", "nvidia-smi-q", "nvidia-smi-topo", "lsp
 KIND_NAMES = {"nccl-tests-log": "nccl-tests / rccl-tests log", "nccl-debug": "NCCL_DEBUG output",
               "nvidia-smi-q": "nvidia-smi -q", "nvidia-smi-topo": "nvidia-smi topo -m", "lspci": "lspci -vv excerpt",
               "lab00-results": "Lab 00 results.json", "lab01-results": "Lab 01 results.json",
+              "lab02-results": "Lab 02 results.json",
               "here-cpu": "this CPU, measured now", "here-gpu": "this GPU, measured now"}
 RECOGNISED = ("an nccl-tests/rccl-tests log (with or without NCCL_DEBUG=INFO lines), NCCL_DEBUG output, "
-              "nvidia-smi -q, nvidia-smi topo -m, an lspci -vv excerpt, or a Lab 00/Lab 01 results.json")
+              "nvidia-smi -q, nvidia-smi topo -m, an lspci -vv excerpt, or a Lab 00/01/02 results.json")
 #: longest text of one evidence line kept (characters)
 EVIDENCE_CHARS = 240
 #: most evidence lines kept per finding
@@ -198,7 +199,8 @@ RULE_IDS = ("net-socket-multinode", "net-socket-nodes-unknown", "p2p-not-support
             "remapping-failed", "ecc-uncorrectable", "mig-enabled", "nccl-maxsharedmem", "test-failed",
             "log-check-failed", "one-rank",
             "nvls-above-line-rate", "two-node-tree", "below-model", "rate-above-peak", "fp32-used-tf32",
-            "matmul-below-expected", "memory-bw-below-expected", "no-compute-bound-shape")
+            "matmul-below-expected", "memory-bw-below-expected", "no-compute-bound-shape",
+            "lab02-term-off", "lab02-terms-agree")
 
 
 def rule(rule_id: str) -> Rule:
