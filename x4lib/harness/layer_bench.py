@@ -190,6 +190,26 @@ def _guard(base: dict, build, torch, device: str, warmup: int, repeats: int) -> 
     return row
 
 
+#: inputs of a timed op rotate through enough copies to exceed this many bytes, so that a repeat does not find its
+#: inputs in a cache the real model's step would have evicted (stas00: flush the cache between iterations)
+ROTATE_B = 8 * 2**20
+MAX_SETS = 8
+
+
+def _sets(set_B: int) -> int:
+    return max(1, min(MAX_SETS, -(-ROTATE_B // max(1, set_B))))
+
+
+def _rotating(op, sets):
+    state = {"i": 0}
+
+    def call():
+        xs = sets[state["i"] % len(sets)]
+        state["i"] += 1
+        return op(*xs)
+    return call
+
+
 def measure_layer(torch, cfg: dict, device: str, dtype: str, warmup: int, repeats: int, seed: int = 0,
                   progress=None) -> list[dict]:
     """Every op of one layer (module docstring), fwd and bwd, as results.json rows."""
@@ -200,10 +220,17 @@ def measure_layer(torch, cfg: dict, device: str, dtype: str, warmup: int, repeat
     rows = []
     tick = progress.update if progress else (lambda n=1: None)
     for name, (m, n, k) in gemm_shapes(cfg).items():
-        for pas, (pm, pn, pk) in pass_shapes(m, n, k).items():
-            def build(pm=pm, pn=pn, pk=pk):
-                a, b = rnd(pm, pk), rnd(pk, pn)
-                return lambda: torch.matmul(a, b)
+        for pas in ("fwd", "bwd_data", "bwd_weight"):
+            pm, pn, pk = pass_shapes(m, n, k)[pas]
+
+            def build(pas=pas, m=m, n=n, k=k):
+                # as autograd runs a linear layer y = x·Wᵀ (W stored n × k): forward x·Wᵀ, data gradient dy·W,
+                # weight gradient dyᵀ·x; inputs rotate through sets larger than a core's L2 cache
+                sets = [(rnd(m, k), rnd(n, k), rnd(m, n)) for _ in range(_sets(4 * (m * k + n * k + m * n)))]
+                ops = {"fwd": lambda x, w, dy: torch.nn.functional.linear(x, w),
+                       "bwd_data": lambda x, w, dy: torch.matmul(dy, w),
+                       "bwd_weight": lambda x, w, dy: torch.matmul(dy.t(), x)}
+                return _rotating(ops[pas], sets)
             rows.append(_guard({"op": name, "kind": "matmul", "pass": pas, "count": GEMM_COUNT[name],
                                 "m": pm, "n": pn, "k": pk}, build, torch, device, warmup, repeats))
             tick()
@@ -225,15 +252,18 @@ def measure_layer(torch, cfg: dict, device: str, dtype: str, warmup: int, repeat
         count = 1 if name == "attention" else ELEMENTWISE_COUNT[name]
 
         def build_fwd(inputs=inputs, op=op):
-            xs = inputs()
-            return lambda: op(*xs)
+            first = inputs()
+            sets = [first] + [inputs() for _ in range(_sets(sum(x.numel() * x.element_size() for x in first)) - 1)]
+            return _rotating(op, sets)
 
         def build_fwdbwd(inputs=inputs, op=op):
-            xs = inputs()
-            def step():
+            first = inputs()
+            sets = [first] + [inputs() for _ in range(_sets(sum(x.numel() * x.element_size() for x in first)) - 1)]
+
+            def step(*xs):
                 y = op(*xs)
                 y.backward(torch.ones_like(y))
-            return step
+            return _rotating(step, sets)
         for pas, build in (("fwd", build_fwd), ("fwd+bwd", build_fwdbwd)):
             rows.append(_guard({"op": name, "kind": kind, "pass": pas, "count": count, **shape}, build, torch,
                                device, warmup, repeats))
