@@ -3,10 +3,10 @@ run's time and cost (6ND), and the planner that composes them.
 
 Used by: Chapters 00, 02 and 03 and the capstone.
 
-Modules: ``memory``, ``parallelism``, ``mfu``, ``planner``, ``economics``. Each is imported on first use
+Modules: ``memory``, ``parallelism``, ``mfu``, ``planner``, ``economics``, ``calibration`` (Lab 02). Each is imported on first use
 (``x4lib.training.<module>``).
 """
 from x4lib._lazy import submodules
 
-__all__ = ["memory", "parallelism", "mfu", "planner", "economics"]
+__all__ = ["memory", "parallelism", "mfu", "planner", "economics", "calibration"]
 __getattr__, __dir__ = submodules(__name__, __all__)
