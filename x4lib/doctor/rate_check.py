@@ -107,7 +107,7 @@ def diagnose_json(text: str, name: str, reader_notes=()) -> tuple[InputReport, l
                           f"({str(exc).splitlines()[0][:160]})") from None
     lab = data.get("lab") if isinstance(data, dict) else None
     if lab not in ("lab00", "lab01", "lab02"):
-        raise DoctorError(f"{name}: JSON, but not a Lab 00/01/02 results.json (no \"lab\": \"lab00\", \"lab01\" or "
+        raise DoctorError(f"{name}: JSON, but not a Lab 00/Lab 01 results.json, nor Lab 02's (no \"lab\": \"lab00\", \"lab01\" or "
                           f"\"lab02\"); it reads {RECOGNISED}")
     try:
         runs.validate(data, lab, name)

@@ -329,32 +329,6 @@ def calibrated_plan(plan, cal: Calibration):
         warnings
 
 
-def scale_rows(cal: Calibration, device_id: str, gpus_list=(8, 64, 256, 1024), global_batch_tokens: int | None = None,
-               model=None) -> list[dict]:
-    """For each GPU count, the planner's plan for the calibrated layer's model (the shape measured, or ``model``), with
-    the layout fixed to the measured tensor-parallel degree and micro-batch (ZeRO-1, pipeline 1, data parallelism
-    filling the rest), uncalibrated beside calibrated."""
-    from x4lib.catalog import specs
-    from x4lib.training import planner
-    dev = specs.get(device_id)
-    s = cal.shape
-    mdl = model or planner.Model(params=s["params"], layers=s["layers"], hidden=s["hidden"], heads=s["heads"],
-                                 kv_heads=s["kv_heads"], seq=s["seq"], ffn=s["ffn"], name=s.get("model", "model"))
-    rows = []
-    for g in gpus_list:
-        dp = g // s["tp"]
-        gbt = global_batch_tokens or max(dp * s["micro_batch"] * mdl.seq, 1024 * mdl.seq)
-        gbt -= gbt % (dp * s["micro_batch"] * mdl.seq)
-        lay = planner.Layout(tp=s["tp"], pp=1, dp=dp, cp=1, zero=1, micro_batch=s["micro_batch"], recompute="none")
-        base = planner.evaluate(mdl, lay, dev, gbt)
-        cal_plan, warn = calibrated_plan(base, cal)
-        rows.append({"gpus": g, "layout": lay.label(), "global_batch_tokens": gbt,
-                     "uncalibrated_step_s": base.step_s, "calibrated_step_s": cal_plan.step_s,
-                     "uncalibrated_mfu": base.mfu, "calibrated_mfu": cal_plan.mfu,
-                     "exposed_comm_s": base.exposed_comm_s, "fits": base.fits, "warnings": warn})
-    return rows
-
-
 def cli_text(plan, cal_plan, warnings: list[str]) -> str:
     """Two lines for ``plan --calibration``: the calibrated step beside the uncalibrated one."""
     lines = [f"calibrated   step {cal_plan.step_s:.3f} s (uncalibrated {plan.step_s:.3f} s), MFU {cal_plan.mfu:.1%} "
