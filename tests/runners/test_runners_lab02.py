@@ -66,3 +66,18 @@ def test_a_tiny_layer_times_every_op_and_the_real_model_runs():
     layer = layer_bench.make_layer_class(torch)({**cfg, "tp": 1})
     assert sum(p.numel() for p in layer.parameters()) == layer_bench.layer_params({**cfg, "tp": 1})
     assert layer(torch.randn(2, 8, 32)).shape == (2, 8, 32)
+
+
+def test_the_lab_notebook_renders_the_committed_run(tmp_path):
+    from runners import core
+    from x4lib.harness import runs
+    dirs = runs.committed_dirs("lab02")
+    if not dirs:
+        pytest.skip("no committed Lab 02 run")
+    out = tmp_path / "out.ipynb"
+    core.execute_notebook(ROOT / "notebooks" / "lab-02-calibrate.ipynb", out,
+                          {"run_dir": str(dirs[0]), "measure_here": False})
+    nb = json.loads(out.read_text())
+    assert not nb["metadata"]["papermill"].get("exception")
+    text = json.dumps(nb)
+    assert "calibrated term" in text and "processes (DDP, gloo)" in text and "Traceback" not in text
