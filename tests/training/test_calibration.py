@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from conftest import ROOT, run_cli
+from conftest import run_cli
 from x4lib.harness import layer_bench, runs
 from x4lib.training import calibration, planner
 from x4lib.catalog import specs
