@@ -15,4 +15,5 @@ module and one line in :data:`LABS`.
 LABS = {
     "lab00": "runners.lab00",
     "lab01": "runners.lab01",
+    "lab02": "runners.lab02",
 }

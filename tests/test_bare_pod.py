@@ -22,12 +22,19 @@ NOTEBOOK_STACK = {"jsonschema", "pandas", "matplotlib", "papermill", "nbformat",
 RUNNERS_BLOCKED = NOTEBOOK_STACK | {"yaml", "numpy"}
 
 BLOCK = """
-import sys, importlib.abc
+import sys, importlib.abc, importlib.machinery
 BLOCKED = set(sys.argv[1].split(','))
+class Absent(importlib.abc.Loader):
+    def create_module(self, spec):
+        raise ModuleNotFoundError(f'{spec.name} is blocked: a bare pod does not have it')
+    def exec_module(self, module):
+        pass
 class Block(importlib.abc.MetaPathFinder):
+    # `import X` fails; importlib.util.find_spec(X) gives a spec without an origin, which torch's own optional
+    # probes (torch._dynamo's skip list, on the first optimizer step) read as "nothing to add"
     def find_spec(self, name, path, target=None):
         if name.split('.')[0] in BLOCKED:
-            raise ModuleNotFoundError(f'{name} is blocked: a bare pod does not have it')
+            return importlib.machinery.ModuleSpec(name, Absent(), origin=None)
 sys.meta_path.insert(0, Block())
 sys.argv = [sys.argv[2]] + sys.argv[3:]
 import runpy
@@ -45,7 +52,7 @@ def test_the_block_really_blocks():
     assert r.returncode != 0 and "blocked" in r.stdout + r.stderr
 
 
-@pytest.mark.parametrize("lab", core.LABS)
+@pytest.mark.parametrize("lab", [lab for lab in core.LABS if lab != "lab02"])  # lab02: below, with its check
 def test_every_measuring_entry_runs_with_only_torch(lab, tmp_path):
     r = run_bare(RUNNERS_BLOCKED, "runners", lab, "--profile", "local-cpu", "--quick", "--measure-only",
                  "--runs-dir", str(tmp_path))
@@ -84,3 +91,29 @@ def test_help_lists_every_command_on_a_bare_pod():
     r = run_bare(NOTEBOOK_STACK, "x4lib", "--help")
     assert r.returncode == 0, r.stderr[-2000:]
     assert all(name in r.stdout for name in cli.COMMANDS)
+
+
+def test_lab02_measure_only_runs_with_only_torch_and_its_cpu_check(tmp_path):
+    """Lab 02's whole measuring path on a bare pod (standard library + torch): the layer calibrated with one
+    process, then the small model trained with DDP over gloo on 1 and 2 processes. The calibrated prediction of the
+    one-process step must be within the lab's 15 % target (the process's CPU time: this test runs on shared
+    machines). The two-process step is known to be measured slower than predicted (gloo's AllReduce costs more CPU
+    than the loopback copy the model prices, and two ranks share cores and caches): it must stay within a 40 %
+    sanity bound, and a miss of the 15 % target is reported as an expected failure, as the page reports it."""
+    from x4lib.training import calibration
+    r = run_bare(RUNNERS_BLOCKED, "runners", "lab02", "--profile", "local-cpu", "--quick", "--measure-only",
+                 "--runs-dir", str(tmp_path))
+    assert r.returncode == 0, r.stderr[-2000:]
+    (run_dir,) = [p.parent for p in (tmp_path / "lab02").glob("*/results.json")]
+    rows = calibration.check_rows(run_dir)
+    assert [row["ranks"] for row in rows] == [1, 2]
+
+    def says(row):
+        return (f"{row['ranks']} process(es): measured {row['measured_s'] * 1e3:.1f} ms, predicted "
+                f"{row['predicted_s'] * 1e3:.1f} ms ({row['error']:+.1%}); per term measured {row['measured']}, "
+                f"predicted {row['predicted']}")
+    one, two = rows
+    assert abs(one["error"]) <= calibration.CHECK_TARGET, says(one)
+    assert abs(two["error"]) <= 0.40, says(two)
+    if abs(two["error"]) > calibration.CHECK_TARGET:
+        pytest.xfail("two-process step outside the 15 % target (a known miss the page shows): " + says(two))

@@ -29,10 +29,11 @@ KINDS = ("nccl-tests-log", "nccl-debug", "nvidia-smi-q", "nvidia-smi-topo", "lsp
 KIND_NAMES = {"nccl-tests-log": "nccl-tests / rccl-tests log", "nccl-debug": "NCCL_DEBUG output",
               "nvidia-smi-q": "nvidia-smi -q", "nvidia-smi-topo": "nvidia-smi topo -m", "lspci": "lspci -vv excerpt",
               "lab00-results": "Lab 00 results.json", "lab01-results": "Lab 01 results.json",
+              "lab02-results": "Lab 02 results.json",
               "here-cpu": "this CPU, measured now", "here-gpu": "this GPU, measured now",
               "pasted-text": "pasted text"}
 RECOGNISED = ("an nccl-tests/rccl-tests log (with or without NCCL_DEBUG=INFO lines), NCCL_DEBUG output, "
-              "nvidia-smi -q, nvidia-smi topo -m, an lspci -vv excerpt, a Lab 00/Lab 01 results.json, or any text "
+              "nvidia-smi -q, nvidia-smi topo -m, an lspci -vv excerpt, a Lab 00/01/02 results.json, or any text "
               "(a bug report) holding fragments of these or of dmesg, numactl, PyTorch messages")
 #: longest text of one evidence line kept (characters)
 EVIDENCE_CHARS = 240
@@ -208,7 +209,9 @@ RULE_IDS = ("net-socket-multinode", "net-socket-nodes-unknown", "p2p-not-support
             "gdr-level-forced", "report-says-nic-pairing", "cpu-binding", "pcie-link-below-another",
             "report-says-pcie-slot", "pcie-aer-errors", "clock-reason-in-paste", "report-says-thermal", "gpu-xid",
             "tf32-not-enabled", "cache-flattered", "shape-kernel-choice", "line-rate-expected", "sparse-peak-expected",
-            "avg-busbw-not-peak", "report-says-fabric")
+            "avg-busbw-not-peak", "report-says-fabric",
+            # a Lab 02 training step (x4lib.doctor.step_check)
+            "lab02-term-off", "lab02-terms-agree")
 
 #: which finding of an input names its cause: the most severe, and among equals the first in this order (specific
 #: evidence before general: a tool's line before the reporter's sentence, a cause before its symptom). Every rule id.
@@ -223,8 +226,8 @@ CAUSE_ORDER = (
     "sw-power-cap-busy", "captured-idle", "remapping-failed", "ecc-uncorrectable", "remapped-rows-pending", "gpu-xid",
     "mig-enabled", "nccl-maxsharedmem", "test-failed", "log-check-failed", "one-rank", "fp32-used-tf32",
     "tf32-not-enabled", "cache-flattered", "shape-kernel-choice", "rate-above-peak", "matmul-below-expected",
-    "memory-bw-below-expected", "no-compute-bound-shape", "nvls-above-line-rate", "two-node-tree",
-    "sparse-peak-expected", "line-rate-expected", "avg-busbw-not-peak", "below-model", "report-says-fabric")
+    "memory-bw-below-expected", "no-compute-bound-shape", "lab02-term-off", "nvls-above-line-rate", "two-node-tree",
+    "sparse-peak-expected", "line-rate-expected", "avg-busbw-not-peak", "below-model", "report-says-fabric", "lab02-terms-agree")
 
 
 def named_cause(found) -> Finding | None:

@@ -106,14 +106,18 @@ def diagnose_json(text: str, name: str, reader_notes=()) -> tuple[InputReport, l
         raise DoctorError(f"{name}: starts like JSON but is not valid JSON "
                           f"({str(exc).splitlines()[0][:160]})") from None
     lab = data.get("lab") if isinstance(data, dict) else None
-    if lab not in ("lab00", "lab01"):
-        raise DoctorError(f"{name}: JSON, but not a Lab 00/Lab 01 results.json (no \"lab\": \"lab00\" or "
-                          f"\"lab01\"); it reads {RECOGNISED}")
+    if lab not in ("lab00", "lab01", "lab02"):
+        raise DoctorError(f"{name}: JSON, but not a Lab 00/Lab 01 results.json, nor Lab 02's (no \"lab\": \"lab00\", \"lab01\" or "
+                          f"\"lab02\"); it reads {RECOGNISED}")
     try:
         runs.validate(data, lab, name)
     except runs.RunError as exc:
         raise DoctorError(str(exc)) from None
-    report, found = (diagnose_lab00(data, name, text) if lab == "lab00" else diagnose_lab01(data, name, text))
+    if lab == "lab02":  # a training step against its calibrated plan (x4lib.doctor.step_check)
+        from x4lib.doctor import step_check
+        report, found = step_check.diagnose_lab02(data, name, text)
+    else:
+        report, found = (diagnose_lab00(data, name, text) if lab == "lab00" else diagnose_lab01(data, name, text))
     return dataclasses.replace(report, warnings=tuple(reader_notes) + report.warnings), found
 
 

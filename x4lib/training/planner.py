@@ -469,6 +469,9 @@ def cli_arguments(p) -> None:
     p.add_argument("--recompute", type=cli.choice_of("recompute", RECOMPUTE))
     p.add_argument("--usd-per-gpu-hour", type=cli.number("price per GPU-hour", 0, 1e4),
                    help="rental price (default: the device's dated on-demand snapshot, where stored)")
+    p.add_argument("--calibration", metavar="RUN_DIR",
+                   help="a Lab 02 run (book/runs/lab02/<id>): show the step with its measured rates beside this plan "
+                        "(x4lib.training.calibration)")
     p.add_argument("--json", action="store_true", help="machine-readable output (schemas/plan_output.schema.json)")
 
 
@@ -538,8 +541,14 @@ def cli_main(args) -> int:
         totals = run_totals(plan, args.tokens, args.usd_per_gpu_hour)
     except (PlanError, ValueError, LookupError) as exc:
         raise cli.UsageError(str(exc).strip("'\"")) from None
-    doc = to_json(plan, totals, n)
-    cli.emit(doc, _text(doc), as_json=args.json)
+    doc, text = to_json(plan, totals, n), None
+    if getattr(args, "calibration", None):  # Lab 02: the measured rates beside the plan
+        from x4lib.training import calibration
+        try:
+            _, text, doc["calibrated"] = calibration.apply_to_cli(plan, args.calibration)
+        except calibration.CalibrationError as exc:
+            raise cli.UsageError(str(exc)) from None
+    cli.emit(doc, _text(doc) + ("\n" + text if text else ""), as_json=args.json)
     return 0
 
 

@@ -1,0 +1,83 @@
+"""runners/lab02.py and x4lib.harness.layer_bench: bad dimensions exit 2 with one line, an out-of-memory op is a
+row, the profiles' Llama 3 8B is the catalog's, the layer's GEMM shapes split as tensor parallelism splits them.
+The whole quick run (bare pod, the 15 % check) is tests/test_bare_pod.py."""
+import json
+
+import pytest
+
+from conftest import ROOT, run_cli
+from runners import profiles
+from x4lib.harness import layer_bench
+from x4lib.serving import inference
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--hidden", "100", "--heads", "3"], "does not divide into 3 heads"),
+    (["--tp", "3"], "tensor-parallel degree 3"),
+    (["--hidden", "0"], "expected a whole number"),
+    (["--model", "no-such-model"], "no-such-model"),
+])
+def test_bad_dimensions_exit_2_with_one_line(tmp_path, flags, message):
+    r = run_cli("lab02", "--profile", "local-cpu", "--quick", "--measure-only", "--runs-dir", str(tmp_path), *flags,
+                module="runners")
+    assert r.returncode == 2 and "Traceback" not in r.stderr and message in r.stderr, r.stderr
+    assert not (tmp_path / "lab02").exists() or not any((tmp_path / "lab02").iterdir())
+
+
+def test_the_gpu_profile_refuses_a_cpu_before_measuring(tmp_path):
+    r = run_cli("lab02", "--profile", "h100", "--quick", "--runs-dir", str(tmp_path), module="runners")
+    assert r.returncode == 2 and "no CUDA GPU" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_an_out_of_memory_op_is_a_row_not_a_crash():
+    import torch
+
+    def build():
+        raise RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB")
+    row = layer_bench._guard({"op": "qkv", "kind": "matmul", "pass": "fwd", "count": 1}, build, torch, "cpu", 0, 1)
+    assert row["status"] == "oom" and "out of memory" in row["error"] and "times_s" not in row
+
+
+@pytest.mark.parametrize("name", ["local-cpu", "h100", "h200"])
+def test_the_profiles_llama3_8b_is_the_catalogs(name):
+    p = profiles.load(name)["labs"]["lab02"]
+    cfg = inference.get(p["model"])
+    assert (p["layers"], p["hidden"], p["heads"], p["kv_heads"], p["ffn"], p["vocab"]) == \
+        (cfg.layers, cfg.hidden, cfg.heads, cfg.kv_heads, cfg.ffn, cfg.vocab)
+    layer_bench.check_dims({**p, "tp": p["tp"]})
+
+
+def test_tensor_parallelism_splits_the_gemms():
+    cfg = {"hidden": 4096, "heads": 32, "kv_heads": 8, "ffn": 14336, "seq": 512, "micro_batch": 1}
+    one, eight = layer_bench.gemm_shapes({**cfg, "tp": 1}), layer_bench.gemm_shapes({**cfg, "tp": 8})
+    assert one["qkv"] == (512, (32 + 16) * 128, 4096) and eight["qkv"] == (512, (4 + 2) * 128, 4096)
+    assert eight["down"] == (512, 4096, 14336 // 8) and eight["o"] == (512, 4096, 4 * 128)
+    assert layer_bench.layer_params({**cfg, "tp": 1}) == 4096 * 6144 + 4096 * 4096 + 3 * 4096 * 14336 + 2 * 4096
+
+
+def test_a_tiny_layer_times_every_op_and_the_real_model_runs():
+    import torch
+    torch.set_num_threads(1)
+    cfg = {"hidden": 32, "heads": 4, "kv_heads": 2, "ffn": 64, "seq": 8, "micro_batch": 2, "tp": 2, "layers": 1}
+    rows = layer_bench.measure_layer(torch, cfg, "cpu", "fp32", 0, 2)
+    assert {(r["op"], r["pass"]) for r in rows} >= {("qkv", "bwd_weight"), ("attention", "fwd+bwd"),
+                                                   ("rmsnorm", "fwd"), ("swiglu", "fwd+bwd")}
+    assert all(r["status"] == "ok" and len(r["times_s"]) == 2 and len(r["cpu_times_s"]) == 2 for r in rows)
+    layer = layer_bench.make_layer_class(torch)({**cfg, "tp": 1})
+    assert sum(p.numel() for p in layer.parameters()) == layer_bench.layer_params({**cfg, "tp": 1})
+    assert layer(torch.randn(2, 8, 32)).shape == (2, 8, 32)
+
+
+def test_the_lab_notebook_renders_the_committed_run(tmp_path):
+    from runners import core
+    from x4lib.harness import runs
+    dirs = runs.committed_dirs("lab02")
+    if not dirs:
+        pytest.skip("no committed Lab 02 run")
+    out = tmp_path / "out.ipynb"
+    core.execute_notebook(ROOT / "notebooks" / "lab-02-calibrate.ipynb", out,
+                          {"run_dir": str(dirs[0]), "measure_here": False})
+    nb = json.loads(out.read_text())
+    assert not nb["metadata"]["papermill"].get("exception")
+    text = json.dumps(nb)
+    assert "calibrated term" in text and "processes (DDP, gloo)" in text and "Traceback" not in text

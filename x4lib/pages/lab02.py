@@ -1,0 +1,189 @@
+"""Page helpers of Lab 02 (book/lab-02-calibrate.md): a measured layer's per-term rates and their fit
+(x4lib.training.calibration), the CPU check against a real DDP training, and the calibrated planner at scale.
+
+A run stores raw per-op times; every rate, fit, residual and prediction is derived here when the page is drawn.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from x4lib.book.tables import Col, table
+from x4lib.training import calibration as cal_mod
+
+#: the device the scale prediction plans for, and the GPU counts of the issue
+SCALE_DEVICE = "h100-sxm"
+SCALE_GPUS = (8, 64, 256, 1024)
+
+
+def shape_text(c: cal_mod.Calibration) -> str:
+    s = c.shape
+    return (f"{s['model']}: hidden {s['hidden']}, {s['heads']} heads ({s['kv_heads']} key/value), MLP {s['ffn']}, "
+            f"{s['seq']} tokens × micro-batch {s['micro_batch']}, split as tensor parallelism {s['tp']} would, "
+            f"{c.dtype.upper()}")
+
+
+def gemm_rows(c: cal_mod.Calibration) -> list[dict]:
+    return [{"op": r["op"], "pass": r["pass"].replace("_", " "), "shape": f"{r['m']}×{r['n']}×{r['k']}",
+             "count": r["count"], "gflop": r["flop"] / 1e9, "ms": r["time_s"] * 1e3,
+             "gflops": r["flop"] / r["time_s"] / 1e9,
+             "eff": None if r["efficiency"] is None else 100 * r["efficiency"],
+             "res": 100 * (r["time_s"] / r["fitted_s"] - 1)} for r in c.gemm_rows]
+
+
+def gemm_table(c: cal_mod.Calibration):
+    return table(gemm_rows(c), {
+        "op": "GEMM", "pass": "pass", "shape": "m×n×k", "count": "per layer",
+        "gflop": Col("work", unit="GFLOP", fmt="{:.3g}"), "ms": Col("time", unit="ms", fmt="{:.3g}"),
+        "gflops": Col("rate", unit="GFLOP/s", fmt="{:.3g}"), "eff": Col("of peak", unit="%", fmt="{:.0f}"),
+        "res": Col("measured vs one-rate fit", unit="%", fmt="{:+.0f}")})
+
+
+def elementwise_rows(c: cal_mod.Calibration) -> list[dict]:
+    return [{"op": r["op"], "pass": r["pass"], "count": r["count"], "mb": r["bytes"] / 1e6, "ms": r["time_s"] * 1e3,
+             "gbs": r["bytes"] / r["time_s"] / 1e9, "res": 100 * (r["time_s"] / r["fitted_s"] - 1)}
+            for r in c.elementwise_rows]
+
+
+def elementwise_table(c: cal_mod.Calibration):
+    return table(elementwise_rows(c), {
+        "op": "op", "pass": "pass", "count": "per layer", "mb": Col("bytes moved", unit="MB", fmt="{:.3g}"),
+        "ms": Col("time", unit="ms", fmt="{:.3g}"), "gbs": Col("rate", unit="GB/s", fmt="{:.3g}"),
+        "res": Col("measured vs fit", unit="%", fmt="{:+.0f}")})
+
+
+def term_rows(c: cal_mod.Calibration) -> list[dict]:
+    t = c.terms()
+    rows = [("matmul rate (one-rate fit)", t["matmul_rate_flop_per_s"] / 1e9, "GFLOP/s"),
+            ("matmul efficiency (FLOP-weighted, of peak)", None if t["matmul_efficiency"] is None
+             else 100 * t["matmul_efficiency"], "%"),
+            ("matmul fixed cost per call (fit)", t["matmul_overhead_s"] * 1e6, "µs"),
+            ("element-wise bytes per second (fit)", t["elementwise_Bps"] / 1e9, "GB/s"),
+            ("element-wise share of the copy bandwidth", 100 * c.elementwise_share_of_copy, "%"),
+            ("overhead per kernel (tiny add)", t["overhead_per_kernel_s"] * 1e6, "µs"),
+            ("optimizer step per parameter (AdamW)", t["optimizer_s_per_param"] * 1e9, "ns"),
+            ("copy bandwidth", t["copy_Bps"] / 1e9, "GB/s")]
+    if t["link_Bps"]:
+        rows.append(("loopback TCP link", t["link_Bps"] / 1e9, "GB/s"))
+    rows.append(("one layer, forward + backward", t["layer_s"] * 1e3, "ms"))
+    return [{"term": a, "value": b, "unit": u} for a, b, u in rows]
+
+
+def terms_table(c: cal_mod.Calibration):
+    return table(term_rows(c), {"term": Col("calibrated term", wrap=True), "value": Col("value", fmt="{:.3g}"),
+                                "unit": "unit"})
+
+
+def check_table(rows: list[dict]):
+    out = [{"ranks": r["ranks"], "meas": r["measured_s"] * 1e3, "pred": r["predicted_s"] * 1e3,
+            "err": 100 * r["error"], "ok": "yes" if abs(r["error"]) <= cal_mod.CHECK_TARGET else "no"}
+           for r in rows]
+    return table(out, {"ranks": "processes (DDP, gloo)", "meas": Col("measured step", unit="ms", fmt="{:.1f}"),
+                       "pred": Col("calibrated prediction", unit="ms", fmt="{:.1f}"),
+                       "err": Col("error", unit="%", fmt="{:+.1f}"),
+                       "ok": f"within {100 * cal_mod.CHECK_TARGET:.0f} %"})
+
+
+def check_term_rows(rows: list[dict]) -> list[dict]:
+    return [{"ranks": r["ranks"], "term": t, "meas": r["measured"][t] * 1e3, "pred": r["predicted"][t] * 1e3}
+            for r in rows for t in ("forward", "backward", "optimizer")]
+
+
+def scale_table(rows: list[dict]):
+    out = [{"gpus": r["gpus"], "layout": r["layout"], "u": r["uncalibrated_step_s"], "c": r["calibrated_step_s"],
+            "um": 100 * r["uncalibrated_mfu"], "cm": 100 * r["calibrated_mfu"], "comm": r["exposed_comm_s"]}
+           for r in rows]
+    return table(out, {"gpus": "GPUs", "layout": Col("layout", wrap=True),
+                       "u": Col("step, spec sheet", unit="s", fmt="{:.3g}"),
+                       "c": Col("step, calibrated", unit="s", fmt="{:.3g}"),
+                       "um": Col("MFU, spec sheet", unit="%", fmt="{:.1f}"),
+                       "cm": Col("MFU, calibrated", unit="%", fmt="{:.1f}"),
+                       "comm": Col("exposed comm", unit="s", fmt="{:.3g}")})
+
+
+def fit_axes(ax, c: cal_mod.Calibration):
+    """Measured against fitted time of every GEMM and element-wise row (log-log, the diagonal is a perfect fit)."""
+    g = [(r["fitted_s"] * 1e3, r["time_s"] * 1e3) for r in c.gemm_rows]
+    e = [(r["fitted_s"] * 1e3, r["time_s"] * 1e3) for r in c.elementwise_rows]
+    ax.scatter(*zip(*g), marker="o", label="GEMMs: one rate + fixed cost")
+    ax.scatter(*zip(*e), marker="s", label="element-wise: bytes/s + fixed cost")
+    lo = min(min(p) for p in g + e) / 1.5
+    hi = max(max(p) for p in g + e) * 1.5
+    ax.plot([lo, hi], [lo, hi], "k--", lw=1, label="measured = fitted")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("fitted time [ms]")
+    ax.set_ylabel("measured time [ms]")
+    ax.legend(loc="upper left", fontsize="small")
+    return ax
+
+
+def explorer(c: cal_mod.Calibration, rows_model=None):
+    """A slider over the matmul efficiency: the 1024-GPU step and MFU the planner gives with it."""
+    import dataclasses
+
+    import ipywidgets as w
+    from x4lib.catalog import specs
+    from x4lib.training import planner
+    dev = specs.get(SCALE_DEVICE)
+    s = c.shape
+    mdl = scale_model(c)
+    lay = planner.Layout(tp=s["tp"], pp=1, dp=1024 // s["tp"], cp=1, zero=1, micro_batch=s["micro_batch"],
+                         recompute="none")
+    gbt = 1024 // s["tp"] * s["micro_batch"] * mdl.seq
+    base = planner.evaluate(mdl, lay, dev, gbt)
+    out = w.Output()
+
+    def show(efficiency=round(100 * (c.matmul_efficiency or 0.5))):
+        fake = dataclasses.replace(c, peak_flop_per_s=None)
+        e = efficiency / 100
+        p = dataclasses.replace(base, compute_s=base.compute_s * base.matmul_efficiency / e, matmul_efficiency=e)
+        out.clear_output()
+        with out:
+            print(f"matmul efficiency {efficiency} %: step {p.step_s:.3f} s, MFU {p.mfu:.1%} "
+                  f"(spec-sheet planner: {base.step_s:.3f} s, {base.mfu:.1%}); {fake.shape['model']}")
+    return w.VBox([w.interactive(show, efficiency=w.IntSlider(value=round(100 * (c.matmul_efficiency or 0.5)),
+                                                              min=5, max=100, step=5)), out])
+
+
+def scale_model(c: cal_mod.Calibration):
+    """The planner's model of the measured layer's whole model (parameters counted from its shape)."""
+    from x4lib.training import parallelism, planner
+    s = c.shape
+    params = parallelism.count_params(s["layers"], s["hidden"], s["heads"], s["kv_heads"], s["ffn"], s["vocab"])
+    return planner.Model(params=params, layers=s["layers"], hidden=s["hidden"], heads=s["heads"],
+                         kv_heads=s["kv_heads"], seq=s["seq"], ffn=s["ffn"], name=s["model"])
+
+
+def scale_rows(c: cal_mod.Calibration, device_id: str = SCALE_DEVICE, gpus=SCALE_GPUS) -> list[dict]:
+    return plan_rows(c, device_id, gpus, model=scale_model(c))
+
+
+def plan_rows(cal: cal_mod.Calibration, device_id: str, gpus_list=SCALE_GPUS, global_batch_tokens: int | None = None,
+              model=None) -> list[dict]:
+    """For each GPU count, the planner's plan for the calibrated layer's model (the shape measured, or ``model``), with
+    the layout fixed to the measured tensor-parallel degree and micro-batch (ZeRO-1, pipeline 1, data parallelism
+    filling the rest), uncalibrated beside calibrated."""
+    from x4lib.catalog import specs
+    from x4lib.training import planner
+    dev = specs.get(device_id)
+    s = cal.shape
+    mdl = model or planner.Model(params=s["params"], layers=s["layers"], hidden=s["hidden"], heads=s["heads"],
+                                 kv_heads=s["kv_heads"], seq=s["seq"], ffn=s["ffn"], name=s.get("model", "model"))
+    rows = []
+    for g in gpus_list:
+        dp = g // s["tp"]
+        gbt = global_batch_tokens or max(dp * s["micro_batch"] * mdl.seq, 1024 * mdl.seq)
+        gbt -= gbt % (dp * s["micro_batch"] * mdl.seq)
+        lay = planner.Layout(tp=s["tp"], pp=1, dp=dp, cp=1, zero=1, micro_batch=s["micro_batch"], recompute="none")
+        base = planner.evaluate(mdl, lay, dev, gbt)
+        cal_plan, warn = cal_mod.calibrated_plan(base, cal)
+        rows.append({"gpus": g, "layout": lay.label(), "global_batch_tokens": gbt,
+                     "uncalibrated_step_s": base.step_s, "calibrated_step_s": cal_plan.step_s,
+                     "uncalibrated_mfu": base.mfu, "calibrated_mfu": cal_plan.mfu,
+                     "exposed_comm_s": base.exposed_comm_s, "fits": base.fits, "warnings": warn})
+    return rows
+
+
+
+def run_dir_of(run) -> Path:
+    return Path(run.path)

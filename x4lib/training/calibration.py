@@ -1,0 +1,347 @@
+"""Calibrate the planner on one device: per-term rates fitted to Lab 02's measured layer, and the step they predict.
+
+A Lab 02 run (``book/runs/lab02/<id>/results.json``, made by x4lib.harness.layer_bench) holds raw per-op times of
+one transformer layer. From them (the clock: wall time, or on a CPU the process's CPU time, see :data:`CLOCKS`):
+
+    matmul        efficiency at each shape   e_i = 2·m·n·k / (t_i · P)           P: the device's peak [FLOP/s]
+                  one rate and one overhead   t_i ≈ o_mm + F_i / R_mm            least squares over the GEMM rows
+    non-matmul    bytes per second            t_j ≈ o_el + Q_j / W_el             Q_j: bytes an element-wise op moves
+                                                                                 (BYTES_PER_ELEMENT × numel × dtype size)
+    overhead      per kernel [s]              the tiny-kernel loop's time / calls
+    optimizer     per parameter [s]           AdamW step time / the layer's parameters
+    copy          bandwidth [B/s]             2·N·4 B / t
+    link          (CPU) loopback TCP [B/s]    the link of gloo ranks on one host
+
+The layer's step on one rank is the sum of its measured terms (every GEMM at its real shape, attention, the
+element-wise ops at the fitted bytes/s), the optimizer step per parameter, and the network term of data
+parallelism: the gradients' ring AllReduce (x4lib.network.collectives.alpha_beta_time_s) over the measured link
+(CPU check) or, at scale, the planner's collectives on the cluster's links (chapter 03, Lab 01's NCCL model).
+
+:func:`calibrated_plan` applies a calibration to a planner :class:`~x4lib.training.planner.Plan`: the planner's
+compute is rescaled from its matmul efficiency to the calibrated one, its element-wise term from the datasheet's
+memory bandwidth to the calibrated share of it, and the pipeline bubble with the work it is a share of; the exposed
+communication is kept (an upper bound: slower compute hides more of it). Measured on a device other than the plan's,
+the rates carry over as fractions of the measured device's peaks (a warning says so).
+
+Used in: book/lab-02-calibrate.md; ``python -m x4lib plan ... --calibration RUN_DIR``; the doctor (Lab 02 runs).
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+import statistics
+from pathlib import Path
+from typing import Mapping
+
+METHOD_VERSION = 1
+#: "wall": the time a reader waits; "cpu": the process's CPU time (all threads): on a CPU shared with other work the
+#: wall clock counts their time too, the CPU clock only ours. A GPU run has only the wall clock (CUDA events).
+CLOCKS = {"wall": "times_s", "cpu": "cpu_times_s"}
+#: bytes moved per element by each element-wise op, forward ("fwd") and forward+backward ("fwd+bwd"), the
+#: upstream gradient of ones included: RMSNorm reads x, writes y; backward reads x, dy, writes dx. SwiGLU reads g, u,
+#: writes y; backward reads g, u, dy, writes dg, du. A residual add reads two, writes one; its backward passes dy on.
+BYTES_PER_ELEMENT = {"rmsnorm": {"fwd": 2, "fwd+bwd": 6}, "swiglu": {"fwd": 3, "fwd+bwd": 9},
+                     "residual": {"fwd": 3, "fwd+bwd": 4}}
+#: the CPU check's target: the calibrated step within 15 % of the measured one (issue #32)
+CHECK_TARGET = 0.15
+DTYPE_BYTES = {"fp32": 4, "tf32": 4, "bf16": 2, "fp16": 2}
+
+
+class CalibrationError(ValueError):
+    """A run that cannot calibrate (not a Lab 02 run, no usable rows): a usage error (exit 2)."""
+
+
+#: the statistic of repeated times per clock: the median of wall times (stas00's practice); the least CPU time,
+#: since other processes can only add to it (caches and cores shared), never take from it
+STATISTIC = {"wall": statistics.median, "cpu": min}
+
+
+def _stat(row: Mapping, clock: str) -> float:
+    return STATISTIC[clock](row[CLOCKS[clock]])
+
+
+def default_clock(results: Mapping) -> str:
+    """CPU runs: the CPU clock (robust on a shared machine); GPU runs: the wall clock."""
+    return "cpu" if results["device"]["kind"] == "cpu" else "wall"
+
+
+@dataclasses.dataclass(frozen=True)
+class Fit:
+    """t ≈ intercept_s + x / rate over rows (x in FLOP or B); residuals [fraction] per row, measured vs fitted."""
+    rate: float
+    intercept_s: float
+    residuals: tuple[float, ...]
+
+    @property
+    def max_abs_residual(self) -> float:
+        return max((abs(r) for r in self.residuals), default=0.0)
+
+
+def fit_rate(xs: list[float], ts: list[float]) -> Fit:
+    """Least squares of t = o + x/R, with o >= 0 (a negative intercept is set to zero and R refitted)."""
+    if not xs:
+        raise CalibrationError("no rows to fit")
+    n = len(xs)
+    if n > 1 and len(set(xs)) > 1:
+        mx, mt = sum(xs) / n, sum(ts) / n
+        slope = sum((x - mx) * (t - mt) for x, t in zip(xs, ts)) / sum((x - mx) ** 2 for x in xs)
+        o = mt - slope * mx
+    else:
+        slope, o = 0.0, -1.0
+    if slope <= 0 or o < 0:
+        o, slope = 0.0, sum(x * t for x, t in zip(xs, ts)) / sum(x * x for x in xs)
+    rate = 1.0 / slope
+    return Fit(rate, o, tuple((t - (o + x / rate)) / (o + x / rate) for x, t in zip(xs, ts)))
+
+
+@dataclasses.dataclass(frozen=True)
+class Calibration:
+    """The rates of one measured layer (SI units), per rank, and the shape they were measured at."""
+    shape: Mapping
+    dtype: str
+    clock: str
+    device: Mapping
+    peak_flop_per_s: float | None
+    gemm_rows: tuple[dict, ...]          # op, pass, count, m, n, k, flop, time_s, efficiency, fitted_s
+    elementwise_rows: tuple[dict, ...]   # op, pass, count, bytes, time_s, fitted_s
+    attention: Mapping                   # fwd_s, bwd_s
+    matmul_fit: Fit
+    elementwise_fit: Fit
+    overhead_per_kernel_s: float
+    optimizer_s_per_param: float
+    copy_Bps: float
+    link_Bps: float | None
+
+    @property
+    def layer_gemm_s(self) -> float:
+        return sum(r["count"] * r["time_s"] for r in self.gemm_rows)
+
+    @property
+    def layer_elementwise_s(self) -> float:
+        return sum(r["count"] * r["fitted_s"] for r in self.elementwise_rows if r["pass"] == "fwd+bwd")
+
+    @property
+    def layer_s(self) -> float:
+        """One layer, one micro-batch, forward + backward, on one rank [s]."""
+        return self.layer_gemm_s + self.attention["fwd_s"] + self.attention["bwd_s"] + self.layer_elementwise_s
+
+    @property
+    def layer_forward_s(self) -> float:
+        fwd_el = sum(r["count"] * r["fitted_s"] for r in self.elementwise_rows if r["pass"] == "fwd")
+        return sum(r["count"] * r["time_s"] for r in self.gemm_rows if r["pass"] == "fwd") + \
+            self.attention["fwd_s"] + fwd_el
+
+    @property
+    def matmul_efficiency(self) -> float | None:
+        """FLOP-weighted over the layer's GEMMs: Σ F / (Σ t · P)."""
+        if not self.peak_flop_per_s:
+            return None
+        f = sum(r["count"] * r["flop"] for r in self.gemm_rows)
+        return f / (self.layer_gemm_s * self.peak_flop_per_s)
+
+    @property
+    def elementwise_share_of_copy(self) -> float:
+        """The fitted element-wise bytes/s as a share of the measured copy bandwidth."""
+        return self.elementwise_fit.rate / self.copy_Bps
+
+    def terms(self) -> dict:
+        """The per-term rates as a flat dict with units in the names (the doctor and the page read this)."""
+        return {"matmul_efficiency": self.matmul_efficiency, "matmul_rate_flop_per_s": self.matmul_fit.rate,
+                "matmul_overhead_s": self.matmul_fit.intercept_s,
+                "elementwise_Bps": self.elementwise_fit.rate, "elementwise_overhead_s": self.elementwise_fit.intercept_s,
+                "overhead_per_kernel_s": self.overhead_per_kernel_s,
+                "optimizer_s_per_param": self.optimizer_s_per_param, "copy_Bps": self.copy_Bps,
+                "link_Bps": self.link_Bps, "layer_s": self.layer_s}
+
+
+def cpu_peak_flop_per_s(device: Mapping, dtype: str, threads: int) -> float | None:
+    """threads × FLOP/cycle/core (the run's microarchitecture record) × the clock /proc/cpuinfo reported."""
+    arch, cpu = device.get("cpu_uarch") or {}, device.get("cpu") or {}
+    per = (arch.get("flop_per_cycle_per_core") or {}).get(dtype)
+    if not per or not cpu.get("mhz_reported"):
+        return None
+    return threads * per * cpu["mhz_reported"] * 1e6
+
+
+def device_peak_flop_per_s(device: Mapping, dtype: str, threads: int = 1) -> float | None:
+    if device["kind"] == "cpu":
+        return cpu_peak_flop_per_s(device, dtype, threads)
+    if not device.get("catalog_id"):
+        return None
+    from x4lib.catalog import specs
+    try:
+        return specs.get(device["catalog_id"]).peak_flop_per_s(dtype)
+    except Exception:  # noqa: BLE001 — an unsupported dtype or an unknown id: no peak
+        return None
+
+
+def calibrate(section: Mapping, device: Mapping, clock: str) -> Calibration:
+    """Fit the rates of one measured section of a run (``{"shape", "dtype", "threads", "ops": [...]}``)."""
+    ok = [r for r in section["ops"] if r["status"] == "ok"]
+    bad = [r for r in section["ops"] if r["status"] != "ok"]
+    if bad:
+        raise CalibrationError(f"{len(bad)} op(s) did not run ({bad[0]['op']} {bad[0]['pass']}: {bad[0]['status']}, "
+                               f"{bad[0].get('error', '')}): the layer cannot be calibrated")
+    if clock == "cpu" and any(CLOCKS["cpu"] not in r for r in ok):
+        raise CalibrationError("this run has no CPU-clock times (a GPU run): use the wall clock")
+    dtype, size = section["dtype"], DTYPE_BYTES.get(section["dtype"], 4)
+    peak = device_peak_flop_per_s(device, dtype, section.get("threads", 1))
+    by = {(r["op"], r["pass"]): r for r in ok}
+    gemms = [r for r in ok if r["kind"] == "matmul"]
+    flops = [2.0 * r["m"] * r["n"] * r["k"] for r in gemms]
+    gt = [_stat(r, clock) for r in gemms]
+    mm = fit_rate(flops, gt)
+    gemm_rows = tuple({"op": r["op"], "pass": r["pass"], "count": r["count"], "m": r["m"], "n": r["n"], "k": r["k"],
+                       "flop": f, "time_s": t, "efficiency": (f / t / peak) if peak else None,
+                       "fitted_s": mm.intercept_s + f / mm.rate}
+                      for r, f, t in zip(gemms, flops, gt))
+    els = [r for r in ok if r["kind"] == "elementwise"]
+    qs = [BYTES_PER_ELEMENT[r["op"]][r["pass"]] * r["numel"] * size for r in els]
+    et = [_stat(r, clock) for r in els]
+    el = fit_rate(qs, et)
+    el_rows = tuple({"op": r["op"], "pass": r["pass"], "count": r["count"], "bytes": q, "time_s": t,
+                     "fitted_s": el.intercept_s + q / el.rate} for r, q, t in zip(els, qs, et))
+    att_f, att_fb = _stat(by[("attention", "fwd")], clock), _stat(by[("attention", "fwd+bwd")], clock)
+    ov, opt, cp = by[("tiny_add", "fwd")], by[("adamw", "step")], by[("copy", "fwd")]
+    link = by.get(("loopback_tcp", "send"))
+    return Calibration(
+        shape=dict(section["shape"]), dtype=dtype, clock=clock, device=device, peak_flop_per_s=peak,
+        gemm_rows=gemm_rows, elementwise_rows=el_rows,
+        attention={"fwd_s": att_f, "bwd_s": max(0.0, att_fb - att_f)},
+        matmul_fit=mm, elementwise_fit=el, overhead_per_kernel_s=_stat(ov, clock) / ov["calls"],
+        optimizer_s_per_param=_stat(opt, clock) / opt["params"],
+        copy_Bps=2 * cp["numel"] * cp["element_bytes"] / _stat(cp, clock),
+        link_Bps=(link["size_B"] / _stat(link, clock)) if link else None)
+
+
+def load(run_dir: str | Path, section: str = "layer", clock: str | None = None) -> Calibration:
+    """Read a Lab 02 run (validated against its schema) and calibrate ``section`` ("layer" or "check")."""
+    from x4lib.harness import runs
+    try:
+        run = runs.load_run(Path(run_dir), "lab02")
+    except runs.RunError as exc:
+        raise CalibrationError(str(exc)) from None
+    res = run.results
+    if section == "check":
+        if not res.get("check"):
+            raise CalibrationError(f"{run_dir}: this run has no CPU training check")
+        sec = res["check"]["calibration"]
+    else:
+        sec = res["layer"]
+    return calibrate(sec, res["device"], clock or default_clock(res))
+
+
+# ------------------------------------------------------------------------------------------------ the CPU check
+
+@dataclasses.dataclass(frozen=True)
+class StepPrediction:
+    """One data-parallel training step on one rank [s], term by term."""
+    forward_s: float
+    backward_s: float
+    optimizer_s: float
+    allreduce_s: float
+
+    @property
+    def step_s(self) -> float:
+        return self.forward_s + self.backward_s + self.optimizer_s + self.allreduce_s
+
+    def terms(self) -> dict:
+        return {"forward": self.forward_s, "backward": self.backward_s + self.allreduce_s,
+                "optimizer": self.optimizer_s, "step": self.step_s}
+
+
+def gradient_bytes(cal: Calibration, layers: int) -> float:
+    from x4lib.harness import layer_bench
+    return layers * layer_bench.layer_params({**cal.shape, "tp": 1}) * DTYPE_BYTES.get(cal.dtype, 4)
+
+
+def predict_dp_step(cal: Calibration, layers: int, ranks: int, micro_batches: int = 1) -> StepPrediction:
+    """``layers`` calibrated layers under DDP on ``ranks`` processes of this host: forward and backward of each
+    micro-batch, the optimizer step per parameter, and the gradients' ring AllReduce over the measured loopback link
+    (no overlap assumed: one core per rank runs compute and gloo in turn)."""
+    from x4lib.harness import layer_bench
+    from x4lib.network import collectives
+    fwd = layers * micro_batches * cal.layer_forward_s
+    bwd = layers * micro_batches * cal.layer_s - fwd
+    opt = layers * layer_bench.layer_params({**cal.shape, "tp": 1}) * cal.optimizer_s_per_param
+    ar = 0.0
+    if ranks > 1:
+        if not cal.link_Bps:
+            raise CalibrationError("the run has no loopback link measurement: cannot predict a gloo AllReduce")
+        ar = collectives.alpha_beta_time_s("all_reduce", "ring", gradient_bytes(cal, layers), ranks, 0.0,
+                                           cal.link_Bps)
+    return StepPrediction(fwd, bwd, opt, ar)
+
+
+def measured_step(training: Mapping, clock: str) -> dict:
+    """Per term, the statistic of the clock (:data:`STATISTIC`) over steps of the slowest rank's time (the ranks'
+    steps start together after a barrier)."""
+    sfx = "_cpu_s" if clock == "cpu" else "_s"
+    ranks = training["ranks"]
+    out = {}
+    for term in ("forward", "backward", "optimizer", "step"):
+        per_step = [max(r["steps"][i][term + sfx] for r in ranks) for i in range(len(ranks[0]["steps"]))]
+        out[term] = STATISTIC[clock](per_step)
+    return out
+
+
+def check_rows(run_dir: str | Path, clock: str | None = None) -> list[dict]:
+    """The CPU check of a run: for 1 and 2 processes, measured vs predicted step and the error [fraction]."""
+    from x4lib.harness import runs
+    res = runs.load_run(Path(run_dir), "lab02").results
+    clock = clock or default_clock(res)
+    cal = load(run_dir, "check", clock)
+    rows = []
+    for tr in res["check"]["training"]:
+        pred = predict_dp_step(cal, res["check"]["layers"], tr["ranks_n"])
+        meas = measured_step(tr, clock)
+        rows.append({"ranks": tr["ranks_n"], "measured_s": meas["step"], "predicted_s": pred.step_s,
+                     "error": pred.step_s / meas["step"] - 1, "measured": meas, "predicted": pred.terms()})
+    return rows
+
+
+def off_term(measured: Mapping, predicted: Mapping, tolerance: float = 0.15) -> tuple[str | None, dict]:
+    """The term (forward, backward, optimizer) whose measured time is furthest from the calibrated one, when that
+    gap exceeds ``tolerance``; and every term's ratio measured/predicted."""
+    ratios = {t: measured[t] / predicted[t] for t in ("forward", "backward", "optimizer") if predicted.get(t)}
+    worst = max(ratios, key=lambda t: abs(math.log(ratios[t])), default=None)
+    if worst is None or abs(ratios[worst] - 1) <= tolerance:
+        return None, ratios
+    return worst, ratios
+
+
+# ------------------------------------------------------------------------------------------------ at scale
+
+def calibrated_plan(plan, cal: Calibration):
+    """A planner Plan with the calibrated rates (module docstring); returns (plan, warnings)."""
+    warnings = []
+    e_mm = cal.matmul_efficiency
+    if e_mm is None:
+        raise CalibrationError("the run's device has no known peak: its matmul efficiency cannot be carried over")
+    if cal.device.get("catalog_id") != plan.device.id:
+        warnings.append(f"calibrated on {cal.device['detected_name']}, applied to {plan.device.id}: the rates carry "
+                        f"over as fractions of the measured device's peaks")
+    compute = plan.compute_s * plan.matmul_efficiency / e_mm
+    other = plan.other_s / min(1.0, cal.elementwise_share_of_copy)
+    work0, work1 = plan.compute_s + plan.other_s, compute + other
+    bubble = plan.bubble_s * work1 / work0 if work0 else plan.bubble_s
+    return dataclasses.replace(plan, compute_s=compute, other_s=other, bubble_s=bubble, matmul_efficiency=e_mm), \
+        warnings
+
+
+def cli_text(plan, cal_plan, warnings: list[str]) -> str:
+    """Two lines for ``plan --calibration``: the calibrated step beside the uncalibrated one."""
+    lines = [f"calibrated   step {cal_plan.step_s:.3f} s (uncalibrated {plan.step_s:.3f} s), MFU {cal_plan.mfu:.1%} "
+             f"(uncalibrated {plan.mfu:.1%}); matmul efficiency {cal_plan.matmul_efficiency:.1%} measured "
+             f"(planner {plan.matmul_efficiency:.1%})"]
+    return "\n".join(lines + [f"warning      {w}" for w in warnings])
+
+
+def apply_to_cli(plan, run_dir: str) -> tuple[object, str, dict]:
+    """What ``plan --calibration RUN_DIR`` adds: the calibrated plan, its text and its JSON."""
+    cal = load(run_dir)
+    cal_plan, warnings = calibrated_plan(plan, cal)
+    doc = {"run": str(run_dir), "clock": cal.clock, "step_time_s": cal_plan.step_s, "mfu_predicted": cal_plan.mfu,
+           "matmul_efficiency": cal_plan.matmul_efficiency, "breakdown_s": cal_plan.breakdown(),
+           "uncalibrated_step_time_s": plan.step_s, "warnings": warnings, "method_version": METHOD_VERSION}
+    return cal_plan, cli_text(plan, cal_plan, warnings), doc
