@@ -27,11 +27,13 @@ def family_rows() -> list[dict]:
         clocks = [f"{d} {min(v):.0f} MHz" if min(v) == max(v) else f"{d} {min(v):.0f}–{max(v):.0f} MHz"
                   for d, v in by_dev.items()]
         eta = matmul.eta_for(fam.id)
+        eta8 = matmul.eta_for(fam.id, precision="fp8")
         rows.append({
             "family": fam.name, "units": f"{fmt_list(units)} {fam.unit_name}s",
             "tiles": fmt_list(f"{a}×{b}" for a, b in fam.tiles["default"]) if fam.tiles_modelled else "not modelled",
             "sourced clocks": fmt_list(clocks) if clocks else "none published",
             "t0 (µs)": fam.overhead_s * 1e6, "tL (µs)": fam.launch_floor_s * 1e6 or None, "η": eta.value,
+            "η FP8": eta8.value if eta8.precision == "fp8" else None,
             "η from": {"family": "its devices", "other families": "other families",
                        "uncalibrated": "not calibrated"}[eta.how]})
     return rows
