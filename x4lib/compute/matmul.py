@@ -330,6 +330,7 @@ class Prediction:
     overhead_s: float
     launch_floor_s: float = 0.0
     timing: str = "queued"
+    split_k: int = 1
 
     @property
     def flop(self) -> int:
@@ -351,9 +352,9 @@ class Prediction:
 
     @property
     def wave_efficiency(self) -> float:
-        """Useful share of the work the waves of tiles pay for: m·n / (W·U·Tm·Tn)."""
+        """Useful share of the work the waves of tiles pay for: m·n·k / (W·U·Tm·Tn·⌈k/s⌉) (s: the K split)."""
         tm, tn = self.tile
-        return self.m * self.n / (self.waves * self.target.units * tm * tn)
+        return self.m * self.n * self.k / (self.waves * self.target.units * tm * tn * math.ceil(self.k / self.split_k))
 
     @property
     def bound(self) -> str:
@@ -377,7 +378,7 @@ class Prediction:
             "basis": {
                 "model_version": constants().model_version, "family": t.family.id, "unit_name": t.family.unit_name,
                 "units": t.units, "tile": list(self.tile), "tiles": self.tiles, "waves": self.waves,
-                "wave_efficiency": self.wave_efficiency, "clock_ratio": t.clock_ratio, "clock_basis": t.clock_basis,
+                "wave_efficiency": self.wave_efficiency, "split_k": self.split_k, "clock_ratio": t.clock_ratio, "clock_basis": t.clock_basis,
                 "eta": self.eta.value, "eta_basis": self.eta.text(), "overhead_us": self.overhead_s * 1e6,
                 "launch_floor_us": self.launch_floor_s * 1e6,
                 "t_compute_us": self.t_compute_s * 1e6, "t_memory_us": self.t_memory_s * 1e6,
@@ -421,17 +422,35 @@ def predict_target(tg: Target, m: int, n: int, k: int, eta: Eta, timing: str = "
     if timing not in TIMINGS:
         raise ValueError(f"timing must be one of {', '.join(TIMINGS)}, got {timing!r}")
     per_unit = eta.value * tg.clock_ratio * tg.peak_flop_per_s / tg.units
-    t_mem = gemm_bytes(m, n, k, tg.dtype) / tg.achievable_bw_Bps
     best = None
     for tm, tn in _candidates(tg.family, tg.dtype):
         tiles = math.ceil(m / tm) * math.ceil(n / tn)
-        waves = math.ceil(tiles / tg.units)
-        t_c = waves * 2.0 * tm * tn * k / per_unit
-        if best is None or max(t_c, t_mem) < max(best[3], t_mem):
-            best = ((tm, tn), tiles, waves, t_c)
-    tile, tiles, waves, t_c = best
+        for split in split_k_options(tiles, tg.units, k, tg.family.tiles_modelled):
+            waves = math.ceil(tiles * split / tg.units)
+            t_c = waves * 2.0 * tm * tn * math.ceil(k / split) / per_unit
+            t_mem = (gemm_bytes(m, n, k, tg.dtype) + split_k_bytes(m, n, split)) / tg.achievable_bw_Bps
+            if best is None or max(t_c, t_mem) < max(best[3], best[4]):
+                best = ((tm, tn), tiles, waves, t_c, t_mem, split)
+    tile, tiles, waves, t_c, t_mem, split = best
     return Prediction(tg, int(m), int(n), int(k), tile, tiles, waves, eta, t_c, t_mem, tg.family.overhead_s,
-                      tg.family.launch_floor_s, timing)
+                      tg.family.launch_floor_s, timing, split)
+
+
+#: the shortest K slice a split-K kernel gives one tile (a few pipeline stages of a 64-deep K step)
+MIN_K_SLICE = 256
+
+
+def split_k_options(tiles: int, units: int, k: int, modelled: bool = True) -> range:
+    """K splits s the library may use when the output has fewer tiles than units: 1 .. min(⌊U/T⌋, ⌊k/256⌋), so
+    that the idle units take K slices of the same tiles (split-K; stream-K generalises it, osama-2023-streamk)."""
+    if not modelled or tiles >= units:
+        return range(1, 2)
+    return range(1, max(1, min(units // tiles, k // MIN_K_SLICE)) + 1)
+
+
+def split_k_bytes(m: int, n: int, split: int) -> int:
+    """The extra traffic of a K split [B]: s − 1 partial FP32 tiles of C written and read back for the reduction."""
+    return (split - 1) * m * n * 4 * 2
 
 
 def predict(device: specs.Device | str, dtype: str, m: int, n: int, k: int, *, exclude: Iterable[str] = (),
