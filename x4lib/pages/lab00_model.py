@@ -164,3 +164,36 @@ def sweep_table():
                         "error at n ≤ 1024": Col("error at 1024³ and below", fmt="{:+.0%}"),
                         "median error at n ≥ 4096": Col("median error from 4096³", fmt="{:+.0%}"),
                         "source": "measured by (theirs)"})
+
+
+# ------------------------------------------------------------------- shapes the model never saw, per class
+
+def shape_class_table():
+    """x4lib.compute.matmul_validation.class_rows as a book table."""
+    from x4lib.book.tables import Col, table
+    from x4lib.compute import matmul_validation as mv
+    return table(mv.class_rows(), {
+        "class": "shape class", "rows": "rows", "ours": "ours", "theirs": "theirs",
+        "median |error|, device held out": Col("median |error|, device held out", fmt="{:.0%}"),
+        "median |error|, source held out": Col("median |error|, source held out", fmt="{:.0%}"),
+        "median error (signed)": Col("median error (signed; + optimistic)", fmt="{:+.0%}")})
+
+
+def shape_dtype_table():
+    from x4lib.book.tables import Col, table
+    from x4lib.compute import matmul_validation as mv
+    return table(mv.dtype_rows(), {
+        "dtype": "dtype", "rows": "rows",
+        "median |error|, device held out": Col("median |error|, device held out", fmt="{:.0%}"),
+        "median |error|, source held out": Col("median |error|, source held out", fmt="{:.0%}"),
+        "median error (signed)": Col("median error (signed; + optimistic)", fmt="{:+.0%}")})
+
+
+def worst_shape_table(n: int = 10):
+    from x4lib.book.tables import Col, table
+    from x4lib.compute import matmul_validation as mv
+    return table(mv.worst_rows(n), {
+        "source": Col("measured by", wrap=True), "device": "device", "dtype": "dtype", "shape": "shape",
+        "class": "class", "measured (TFLOP/s)": Col("measured", "TFLOP/s", "{:,.4g}"),
+        "predicted (TFLOP/s)": Col("predicted", "TFLOP/s", "{:,.4g}"), "error": Col("error", fmt="{:+.0%}"),
+        "model bound": "model: bound by"})
