@@ -34,3 +34,8 @@ def test_the_summary_reports_every_class_and_the_targets_honestly():
     assert s.by_class["squares"][1] <= 0.15  # large squares: within 15 % with the device held out
     rows = v.worst_rows(5)
     assert len(rows) == 5 and abs(rows[0]["error"]) >= abs(rows[-1]["error"])
+
+
+def test_every_sweep_source_is_in_the_bibliography():
+    from x4lib.book import bib
+    assert {r.source for r in v.published_rows()} <= bib.book_keys()
