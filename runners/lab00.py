@@ -3,7 +3,7 @@
     python -m runners lab00 --profile local-cpu [--quick] [--measure-only]
     python -m runners lab00 --profile h100 --measure-only          # on a GPU pod: standard library + torch
 
-results.json (x4lib/schemas/lab00_results.schema.json, version 2) keeps the device as detected, the parameters,
+results.json (x4lib/schemas/lab00_results.schema.json, version 3) keeps the device as detected, the parameters,
 every repeat's time of every shape and kernel, and the warnings of the measurement itself. Peaks, rates and
 efficiencies are derived when the page is drawn (x4lib/pages/lab00.py). A profile that expects another device
 stops before measuring (exit 2).
@@ -15,7 +15,7 @@ from runners import profiles, rundir
 NAME = "lab00"
 TITLE = "Lab 00: matmul sweep and memory kernels, rendered as the lab notebook"
 NOTEBOOK = "notebooks/lab-00-roofline.ipynb"
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 
 def add_arguments(parser) -> None:
@@ -38,11 +38,19 @@ def measure(ctx):
     shapes = bench.square_and_skinny_shapes(params["max_n"])
     before = device.nvidia_smi(0) if tdev == "cuda" else {}
     rows, mem = [], []
+    largest = max(shapes, key=lambda s: s[0] * s[1] * s[2])
     with ctx.progress(len(params["dtypes"]) * len(shapes) + len(params["memory_kernels"]), "lab00") as bar:
         for d in params["dtypes"]:
             for i, (m, n, k) in enumerate(shapes):
                 bar.set_postfix_str(f"{d} {m}x{n}x{k}")
-                rows.append(bench.matmul_row(torch, d, m, n, k, tdev, params["warmup"], params["repeats"], seed=i))
+                if tdev == "cuda" and (m, n, k) == largest:  # the GPU's clock, power and reasons while it runs
+                    with device.GpuSampler() as sampler:
+                        row = bench.matmul_row(torch, d, m, n, k, tdev, params["warmup"], params["repeats"], seed=i)
+                    if sampler.record():
+                        row["gpu_samples"] = sampler.record()
+                else:
+                    row = bench.matmul_row(torch, d, m, n, k, tdev, params["warmup"], params["repeats"], seed=i)
+                rows.append(row)
                 bar.update()
         after = device.nvidia_smi(0) if tdev == "cuda" else {}
         for kern in params["memory_kernels"]:
@@ -52,10 +60,7 @@ def measure(ctx):
             bar.update()
     warnings = [f"{r.get('dtype', r.get('kernel'))} {r.get('m', '')}x{r.get('n', '')}x{r.get('k', '')}: "
                 f"{r['status']} ({r['error']})" for r in rows + mem if r["status"] != "ok"]
-    if after and isinstance(after.get("clocks.sm"), float) and isinstance(after.get("clocks.max.sm"), float) \
-            and after["clocks.sm"] < 0.9 * after["clocks.max.sm"]:
-        warnings.append(f"SM clock after the sweep {after['clocks.sm']:.0f} MHz < 90 % of max "
-                        f"{after['clocks.max.sm']:.0f} MHz (power or thermal throttling?)")
+    warnings += clock_warnings(rows)
     results = {
         "schema_version": SCHEMA_VERSION, "lab": NAME, "profile": ctx.profile["name"], "quick": ctx.args.quick,
         "method_version": bench.HARNESS_VERSION, "started_utc": started, "finished_utc": rundir.utc_now(),
@@ -67,3 +72,25 @@ def measure(ctx):
     if tdev == "cpu" and squares:  # a plain torch.matmul loop at the largest square shape, to check the harness
         results["independent_check"] = bench.independent_check(torch, max(r["m"] for r in squares), "fp32")
     return Measured(results, {}, dev["detected_name"])
+
+
+def clock_warnings(rows) -> list[str]:
+    """One line per sampled shape whose SM clock fell below 90 % of the maximum, naming the clock-event reasons that
+    nvidia-smi reported Active while it ran (NVML: nvml-clocks-event-reasons), or saying that none was, or that the
+    reasons were not readable. Nothing is guessed: "power limit" appears only if SW Power Cap was Active."""
+    from x4lib.harness import device
+    out = []
+    for r in rows:
+        ev = device.clock_evidence(r.get("gpu_samples"))
+        if not ev or ev["sm_mhz_min"] is None or not ev["sm_mhz_max_allowed"]:
+            continue
+        if ev["sm_mhz_min"] >= 0.9 * ev["sm_mhz_max_allowed"]:
+            continue
+        why = ("clock-event reasons not readable with this driver" if ev["reasons_active"] is None else
+               "Active clock-event reasons: " + ", ".join(ev["reasons_active"]) if ev["reasons_active"] else
+               "no clock-event reason Active")
+        out.append(f"{r['dtype']} {r['m']}x{r['n']}x{r['k']}: SM clock down to {ev['sm_mhz_min']:.0f} MHz "
+                   f"(median {ev['sm_mhz_median']:.0f}) < 90 % of max {ev['sm_mhz_max_allowed']:.0f} MHz while it ran, "
+                   f"at up to {ev['power_w_max'] or float('nan'):.0f} W of {ev['power_limit_w'] or float('nan'):.0f} W; "
+                   f"{why}")
+    return out

@@ -45,6 +45,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "comm-estimate": ("x4lib.training.parallelism", "bytes and time per step of a parallelism strategy on a cluster"),
     "topo": ("x4lib.network.topo", "read nvidia-smi topo -m output: paths, nearest NICs, affinity, findings"),
     "ib-ports": ("x4lib.network.topo", "read ibstat or ibv_devinfo output: port state, rate, link layer"),
+    "decode": ("x4lib.serving.decode", "achievable time of one decode step: GEMMs, KV reads and kernel launches (eager or graph)"),
     "kv-cache": ("x4lib.serving.inference", "KV-cache bytes per token and in all, for a shape or a stored model"),
     "memory-plan": ("x4lib.training.memory", "per-GPU training memory (weights, gradients, optimizer, activations) and fits"),
     "tco": ("x4lib.datacenter.tco", "owning against renting a GPU cluster: cost per GPU-hour and break-even utilisation"),

@@ -27,7 +27,7 @@ def test_one_full_wave_by_hand():
     p = matmul.predict_target(toy_target(), 256, 256, 1024, ONE)
     assert (p.tiles, p.waves, p.tile) == (4, 1, (128, 128))
     assert p.t_compute_s == pytest.approx(2 * 128 * 128 * 1024 / 1e12)          # one tile per unit at P/U
-    assert p.t_memory_s == pytest.approx((256 * 1024 * 2 + 256 * 256) * 2 / 1e12)
+    assert p.t_memory_s == pytest.approx((256 * 1024 * 2 + 256 * 256) * 2 / 1e12)  # φ = 1 on a toy target
     assert p.rate_flop_per_s == pytest.approx(2 * 256**2 * 1024 / p.t_compute_s)  # full wave: the whole peak
     assert p.wave_efficiency == pytest.approx(1.0) and p.bound == "compute"
 
@@ -48,15 +48,39 @@ def test_the_library_picks_the_tile_that_finishes_first():
 def test_fixed_costs_and_the_launch_floor():
     tg = toy_target(overhead_s=3e-6, floor_s=12.5e-6)
     small = matmul.predict_target(tg, 128, 128, 128, ONE)
-    assert small.time_s == pytest.approx(12.5e-6) and small.bound == "overhead"
+    assert small.time_s == pytest.approx(12.5e-6) and small.bound == "launch"
     big = matmul.predict_target(tg, 512, 512, 8192, ONE)
     assert big.time_s == pytest.approx(3e-6 + max(big.t_compute_s, big.t_memory_s))
+    synced = matmul.predict_target(tg, 128, 128, 128, ONE, timing="synced")  # one call per synchronisation
+    assert synced.time_s == pytest.approx(12.5e-6 + 3e-6 + max(synced.t_compute_s, synced.t_memory_s))
+    with pytest.raises(ValueError, match="timing"):
+        matmul.predict_target(tg, 128, 128, 128, ONE, timing="graph")
 
 
-def test_a_matrix_vector_product_is_memory_bound():
+def test_a_matrix_vector_product_is_memory_bound_at_the_achievable_bandwidth():
     p = matmul.predict("h100-sxm", "bf16", 1, 8192, 8192)
     assert p.bound == "memory"
     assert p.rate_flop_per_s <= kernels.matmul_intensity(1, 8192, 8192, 2) * specs.get("h100-sxm").memory_bw_Bps
+    tg = p.target
+    assert 0.5 < tg.memory_fraction < 1 and "published copy/triad" in tg.memory_basis
+    assert p.t_memory_s == pytest.approx(matmul.gemm_bytes(1, 8192, 8192, "bf16") / tg.achievable_bw_Bps)
+    mine = matmul.predict("h100-sxm", "bf16", 1, 8192, 8192, memory_bw_Bps=3.0e12)  # a triad measured here
+    assert mine.t_memory_s == pytest.approx(matmul.gemm_bytes(1, 8192, 8192, "bf16") / 3.0e12)
+
+
+def test_fp8_writes_bf16_and_has_its_own_eta():
+    assert matmul.gemm_bytes(64, 128, 256, "fp8_e4m3") == (64 * 256 + 256 * 128) * 1 + 64 * 128 * 2
+    e8, e16 = matmul.eta_for("nvidia_hopper", precision="fp8"), matmul.eta_for("nvidia_hopper")
+    assert e8.precision == "fp8" and e16.precision == "other" and e8.value != e16.value
+    assert matmul.predict("h100-sxm", "fp8_e4m3", 8192, 8192, 8192).eta.precision == "fp8"
+
+
+def test_bound_names_quantisation_and_the_json_names_the_clock():
+    p = matmul.predict("h100-sxm", "bf16", 8192 + 128, 8192, 8192)
+    j = p.to_json()
+    assert j["assumed_clock_mhz"] == pytest.approx(1830) and j["basis"]["timing"] == "queued"
+    wasted = matmul.predict_target(toy_target(units=4), 128 * 5, 128, 8192, ONE)  # 5 tiles on 4 units: 2 waves
+    assert wasted.waves == 2 and wasted.bound == "quantisation"
 
 
 def test_sourced_clocks_set_the_clock_ratio():

@@ -106,6 +106,8 @@ HEALTHY = {
     "lspci_rtx4090-idle-downgraded_tinygrad-ogkm6.txt": {"pcie-speed-downgraded-check-load"},
     "lspci_rtx4090-riser-2.5gts_jan183.txt": {"pcie-speed-downgraded-check-load"},
     "nvidia-smi-q_h800-idle_llm-action.txt": {"captured-idle"},
+    "nvidia-smi-q_h100-sxm-idle_x4-lab00.txt": {"captured-idle"},
+    "nvidia-smi-q_h200-idle_x4-lab00.txt": {"captured-idle"},
     "topo_h100-8gpu_stas00.txt": set(),
 }
 
@@ -316,6 +318,38 @@ def test_this_books_cpu_run_shows_its_peak_assumption_is_wrong():
     else:
         assert "rate-above-peak" not in got
     assert diagnose(LAB01).exit_code == 0
+
+
+RUNS = Path(__file__).parents[2] / "book" / "runs" / "lab00"
+
+
+def test_our_gpu_runs_get_a_clock_note_that_names_no_cause():
+    """The committed H100 and H200 runs read their SM clock only after the sweep, with no clock-event reasons: the
+    doctor says the cause was not recorded, and never "power limit" or "thermal"."""
+    runs_seen = sorted(RUNS.glob("h[12]00-*/results.json"))
+    assert len(runs_seen) == 2
+    for path in runs_seen:
+        got = by_rule(diagnose(path))
+        assert set(got) & {"clock-low-cause-unrecorded", "sw-power-cap-busy", "sw-thermal-slowdown",
+                           "hw-slowdown"} == {"clock-low-cause-unrecorded"}
+        after = json.loads(path.read_text())["device"]["nvidia_smi_after"]
+        assert got["clock-low-cause-unrecorded"].measured.value == after["clocks.sm"]
+
+
+def test_sampled_reasons_name_their_cause_and_only_theirs():
+    """A results document written here (not a measurement): one shape sampled while it ran."""
+    fields = ["timestamp", "clocks.sm", "clocks.max.sm", "power.draw", "power.limit", "temperature.gpu",
+              "clocks_event_reasons.active", "clocks_event_reasons.sw_power_cap",
+              "clocks_event_reasons.sw_thermal_slowdown"]
+
+    def doc(power_cap, thermal):
+        sample = ["t", 1410.0, 1980.0, 690.0, 700.0, 60.0, "0x4", power_cap, thermal]
+        return {"device": {"kind": "gpu", "nvidia_smi_after": {"clocks.sm": 1410.0, "clocks.max.sm": 1980.0}},
+                "matmul": [{"dtype": "bf16", "m": 16384, "n": 16384, "k": 16384, "status": "ok",
+                            "gpu_samples": {"fields": fields, "interval_ms": 50, "samples": [sample]}}]}
+    assert [f.rule.id for f in rate_check.clock_checks(doc("Active", "Not Active"))] == ["sw-power-cap-busy"]
+    assert [f.rule.id for f in rate_check.clock_checks(doc("Not Active", "Active"))] == ["sw-thermal-slowdown"]
+    assert rate_check.clock_checks(doc("Not Active", "Not Active")) == []  # sampled, nothing active: nothing said
 
 
 def gpu_results(rates_tflops: dict, triad_gb_s: float, device_id="h100-sxm", n=8192) -> dict:

@@ -57,3 +57,26 @@ def test_the_hierarchy_sweep_keeps_sizes_passes_and_raw_times_and_restores_threa
         bench.cache_sweep(torch, [4096], threads=10**6)
     with pytest.raises(ValueError):
         bench.working_set_sizes(0, 10)
+
+
+def test_short_calls_are_timed_back_to_back_with_the_raw_pair_times_kept():
+    calls = []
+    t = bench.time_calls(lambda: calls.append(1), torch, "cpu", warmup=2, repeats=3, min_region_s=1e-3,
+                         max_calls=50)
+    assert t.calls == 50  # a no-op is far shorter than 1 ms: the cap decides
+    assert len(t.pair_times_s) == 3 and t.times_s == tuple(p / 50 for p in t.pair_times_s)
+    assert len(calls) >= 2 + 3 * 50
+
+
+def test_one_call_per_pair_when_asked_or_when_a_call_is_long_enough():
+    t = bench.time_calls(lambda: None, torch, "cpu", warmup=1, repeats=2, min_region_s=0)
+    assert t.calls == 1 and t.times_s == t.pair_times_s
+    assert bench.calls_per_timing(2e-3) == 1 and bench.calls_per_timing(1e-5) == 100
+    assert bench.calls_per_timing(1e-9, max_calls=7) == 7 and bench.calls_per_timing(0.0) == bench.MAX_CALLS_PER_TIMING
+
+
+def test_a_row_says_how_many_calls_each_timing_holds():
+    row = bench.matmul_row(torch, "fp32", 8, 8, 8, "cpu", warmup=1, repeats=2)
+    assert row["calls_per_timing"] >= 1 and len(row["pair_times_s"]) == 2
+    assert row["times_s"] == pytest.approx([p / row["calls_per_timing"] for p in row["pair_times_s"]])
+    assert bench.HARNESS_VERSION == 3

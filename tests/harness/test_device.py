@@ -75,3 +75,41 @@ def test_caches_are_read_from_sysfs_without_instruction_caches(tmp_path):
     caches = device.cpu_caches(tmp_path)
     assert [(c["level"], c["size_B"]) for c in caches] == [(1, 48 * 2**10), (2, 2 * 2**20), (3, 480 * 2**20)]
     assert device.cpu_caches(tmp_path / "missing") == []
+
+
+def test_the_gpu_sampler_records_nothing_without_nvidia_smi(monkeypatch):
+    monkeypatch.setattr(device.shutil, "which", lambda name: None)
+    with device.GpuSampler() as s:
+        pass
+    assert s.record() is None and device.clock_evidence(None) is None
+
+
+SAMPLED = ("2026/11/26 13:30:50.100, 1410, 1980, 690.5, 700.00, 55, 0x0000000000000004, Active, Not Active\n"
+           "2026/11/26 13:30:50.150, 1500, 1980, 650.0, 700.00, 56, 0x0000000000000000, Not Active, Not Active\n"
+           "a line cut short, 1500\n")
+FIELDS = ["timestamp", "clocks.sm", "clocks.max.sm", "power.draw", "power.limit", "temperature.gpu",
+          "clocks_event_reasons.active", "clocks_event_reasons.sw_power_cap",
+          "clocks_event_reasons.sw_thermal_slowdown"]
+
+
+def test_clock_evidence_names_only_the_reasons_that_were_active():
+    rec = {"fields": FIELDS, "interval_ms": 50, "samples": device.parse_samples(SAMPLED, FIELDS)}
+    ev = device.clock_evidence(rec)
+    assert ev["samples"] == 2 and ev["sm_mhz_min"] == 1410 and ev["power_w_max"] == 690.5
+    assert ev["reasons_active"] == ["sw_power_cap"] and ev["temperature_c_max"] == 56
+    quiet = {**rec, "samples": [s for s in rec["samples"] if s[7] == "Not Active"]}
+    assert device.clock_evidence(quiet)["reasons_active"] == []
+    no_reasons = {"fields": FIELDS[:6], "interval_ms": 50, "samples": [s[:6] for s in rec["samples"]]}
+    assert device.clock_evidence(no_reasons)["reasons_active"] is None
+
+
+def test_the_runner_says_power_limit_only_when_sw_power_cap_was_active():
+    from runners import lab00
+    rec = {"fields": FIELDS, "interval_ms": 50, "samples": device.parse_samples(SAMPLED, FIELDS)}
+    row = {"dtype": "bf16", "m": 16384, "n": 16384, "k": 16384, "gpu_samples": rec}
+    (w,) = lab00.clock_warnings([row])
+    assert "1410 MHz" in w and "sw_power_cap" in w
+    quiet = {**row, "gpu_samples": {**rec, "samples": [s for s in rec["samples"] if s[7] == "Not Active"]}}
+    (w,) = lab00.clock_warnings([quiet])
+    assert "no clock-event reason Active" in w and "power" not in w.split(";")[1]
+    assert lab00.clock_warnings([{**row, "gpu_samples": None}]) == []  # a CPU run: nothing sampled, nothing said

@@ -8,18 +8,25 @@ Model (units in brackets; F = 2·m·n·k FLOP, ``x4lib.compute.kernels``):
     compute      t_c = W · 2·Tm·Tn·k / (η · r · P/U)     [s]  P: dense peak [FLOP/s] from the catalog,
                                                               r = f_sustained / f_peak (where a source gives it),
                                                               η: the family's calibrated efficiency
-    memory       t_m = (m·k + k·n + m·n)·b / B           [s]  the roofline's memory time, B [B/s] from the catalog
-    time         t = max(t_L, t₀ + max(t_c, t_m))        [s]  t₀: fixed per-call start-up and tail on the device,
-                                                              t_L: the host's launch time per call, a floor for
-                                                              calls queued back to back (GPUs; none on a CPU)
+    memory       t_m = ((m·k + k·n)·b + m·n·b_C) / (φ·B) [s]  B [B/s] from the catalog, φ the achievable fraction
+                                                              of it (copy/triad kernels measured on the family's
+                                                              devices, published; or the bandwidth the same machine
+                                                              measured), b_C the output's bytes (BF16 for FP8)
+    time         t = max(t_L, t₀ + max(t_c, t_m))        [s]  calls queued back to back (timing="queued")
+                 t = t_L + t₀ + max(t_c, t_m)            [s]  one call per synchronisation (timing="synced": Lab 00's
+                                                              harness up to method 2); t₀: fixed per-call start-up
+                                                              and tail on the device, t_L: the host's launch time
     rate         R = F / t                               [FLOP/s];  efficiency R / P
 
 The library is assumed to pick, among its family's tiles (both orientations), the one with the least t. ``bound``
-names the largest term: ``compute`` (t_c), ``memory`` (t_m) or ``overhead`` (t₀, or the launch floor t_L).
+names what sets t: ``launch`` (t₀ or t_L), ``memory`` (t_m), ``quantisation`` (t_c, with more than a quarter of the
+paid wave slots idle) or ``compute`` (t_c).
 
-Only η is calibrated: per family, as the median over the family's devices of the η that reproduces each device's
-published best-shape rates (``x4lib/data/published.yaml``, kind matmul), and never from one device alone (a family
-with fewer than ``min_devices`` measured devices takes the median over the other families' devices).
+Only η is calibrated: per family and precision class (FP8, whose tensor cores draw more power per FLOP and so run
+at a lower clock against their peak, apart from the 16- and 32-bit types), as the median over the family's devices
+of the η that reproduces each device's published best-shape rates (``x4lib/data/published.yaml``, kind matmul), and
+never from one device alone (a family with fewer than ``min_devices`` measured devices takes the median over the
+other families' devices of the same class).
 :func:`leave_one_out` recomputes η without the held-out device and predicts it.
 
 Sources: tile and wave quantisation (nvidia-dl-perf-matmul), tiles per family (cutlass-library,
@@ -45,6 +52,10 @@ from x4lib.catalog import specs
 from x4lib import paths
 
 MATMUL_PATH = specs.DATA_DIR / "matmul.yaml"
+#: how a harness times a call: back to back (the launch queue runs ahead) or one call per synchronisation
+TIMINGS = ("queued", "synced")
+#: a compute-bound shape whose waves leave more than this share of the paid tile slots idle is "quantisation"-bound
+QUANTISATION_IDLE = 0.25
 SCHEMA_PATH = paths.SCHEMA_DIR / "matmul.schema.json"
 UNIT_TO_S = {"us": 1e-6}
 #: the η search range when a published rate is inverted (above 1.5 the measurement beats the model's roof)
@@ -191,6 +202,18 @@ class Target:
     clock_basis: str = "no sustained clock published: r = 1 (η carries the clock)"
     peak_field: str = ""
     peak_source: str = ""
+    memory_fraction: float = 1.0
+    memory_basis: str = "the catalog's bandwidth (no achievable fraction applied)"
+    peak_clock_hz: float | None = None
+
+    @property
+    def achievable_bw_Bps(self) -> float:
+        return self.memory_fraction * self.memory_bw_Bps
+
+    @property
+    def assumed_clock_hz(self) -> float | None:
+        """The clock the prediction assumes: r × the clock the peak assumes (None where the catalog has no clock)."""
+        return self.clock_ratio * self.peak_clock_hz if self.peak_clock_hz else None
 
 
 def _units(dev: specs.Device, fam: Family) -> int:
@@ -209,9 +232,30 @@ def peak_clock_hz(dev: specs.Device) -> float | None:
     return dev.peak_basis["clock_mhz"] * 1e6 if dev.peak_basis else None
 
 
-def target(device: specs.Device | str, dtype: str, *, use_clock: bool = True) -> Target:
+def memory_fraction(device_id: str, family: "Family | None" = None) -> tuple[float, str]:
+    """φ, the achievable fraction of the catalog bandwidth, with its basis: the median of the published copy and
+    triad kernels (``x4lib/data/published.yaml``, kind memory_bw) on the device's family, else on every device.
+    A memory-bound GEMM streams its operands like a copy does; the datasheet peak is never reached (refresh,
+    bank conflicts, read/write turnaround)."""
+    from x4lib.catalog import published
+    fam = family or constants().family_of(device_id)
+    rows = [(m["device"], m["value"] * 1e9 / specs.get(m["device"]).memory_bw_Bps, m["source"])
+            for m in published.measurements(kind="memory_bw") if re.search(r"copy|triad|memcpy", m["id"])]
+    own = [r for r in rows if r[0] in fam.devices]
+    pool, where = (own, f"the {fam.name} family") if own else (rows, "all devices with one")
+    if not pool:
+        return 1.0, "no published copy or triad kernel: the catalog's bandwidth"
+    phi = statistics.median(r[1] for r in pool)
+    keys = ", ".join(sorted({r[2] for r in pool}))
+    return phi, (f"φ = {phi:.2f}: median of {len(pool)} published copy/triad kernel(s) on {where} "
+                 f"({keys})")
+
+
+def target(device: specs.Device | str, dtype: str, *, use_clock: bool = True,
+           memory_bw_Bps: float | None = None) -> Target:
     """The model's view of a catalog device in ``dtype``. ``use_clock=False`` ignores a sourced sustained clock
-    (r = 1), to see what it is worth."""
+    (r = 1), to see what it is worth. ``memory_bw_Bps``: an achievable bandwidth the same machine measured (e.g. a
+    run's triad), used instead of φ × the catalog's."""
     dev = specs.get(device) if isinstance(device, str) else device
     dtype = specs.normalize_dtype(dtype)
     fam = constants().family_of(dev.id)
@@ -228,8 +272,13 @@ def target(device: specs.Device | str, dtype: str, *, use_clock: bool = True) ->
         r = clk.sustained_hz / f_peak
         basis = (f"{clk.kind} clock {clk.sustained_hz / 1e6:.0f} MHz against the {f_peak / 1e6:.0f} MHz the peak "
                  f"assumes ({clk.source})")
+    if memory_bw_Bps:
+        phi, phi_basis = memory_bw_Bps / dev.memory_bw_Bps, (f"measured on the same machine: "
+                                                             f"{memory_bw_Bps / 1e9:,.0f} GB/s")
+    else:
+        phi, phi_basis = memory_fraction(dev.id, fam)
     return Target(dev.id, dtype, dev.values[field].si, dev.memory_bw_Bps, _units(dev, fam), fam, r, basis, field,
-                  dev.values[field].source)
+                  dev.values[field].source, phi, phi_basis, peak_clock_hz(dev))
 
 
 def cpu_target(name: str, dtype: str, peak_flop_per_s: float, memory_bw_Bps: float, cores: int) -> Target:
@@ -250,11 +299,13 @@ class Eta:
     value: float
     how: str
     devices: tuple[str, ...]
+    precision: str = "other"
 
     def text(self) -> str:
         if self.how == "uncalibrated":
             return f"η = {self.value:.2f}, not calibrated (no published measurement for this family)"
-        return (f"η = {self.value:.3f}, median over {len(self.devices)} device(s) of the "
+        cls = "FP8" if self.precision == "fp8" else "16/32-bit"
+        return (f"η = {self.value:.3f} ({cls}), median over {len(self.devices)} device(s) of the "
                 f"{'same family' if self.how == 'family' else 'other families'}: {', '.join(self.devices)}")
 
 
@@ -273,6 +324,8 @@ class Prediction:
     t_memory_s: float
     overhead_s: float
     launch_floor_s: float = 0.0
+    timing: str = "queued"
+    split_k: int = 1
 
     @property
     def flop(self) -> int:
@@ -280,7 +333,8 @@ class Prediction:
 
     @property
     def time_s(self) -> float:
-        return max(self.launch_floor_s, self.overhead_s + max(self.t_compute_s, self.t_memory_s))
+        work = self.overhead_s + max(self.t_compute_s, self.t_memory_s)
+        return self.launch_floor_s + work if self.timing == "synced" else max(self.launch_floor_s, work)
 
     @property
     def rate_flop_per_s(self) -> float:
@@ -293,16 +347,21 @@ class Prediction:
 
     @property
     def wave_efficiency(self) -> float:
-        """Useful share of the work the waves of tiles pay for: m·n / (W·U·Tm·Tn)."""
+        """Useful share of the work the waves of tiles pay for: m·n·k / (W·U·Tm·Tn·⌈k/s⌉) (s: the K split)."""
         tm, tn = self.tile
-        return self.m * self.n / (self.waves * self.target.units * tm * tn)
+        return self.m * self.n * self.k / (self.waves * self.target.units * tm * tn * math.ceil(self.k / self.split_k))
 
     @property
     def bound(self) -> str:
+        """``launch`` (the fixed costs exceed the work), ``memory``, ``quantisation`` (compute-bound with more than
+        QUANTISATION_IDLE of the paid wave slots idle) or ``compute``."""
         biggest = max(self.t_compute_s, self.t_memory_s)
-        if self.overhead_s > biggest or self.launch_floor_s >= self.overhead_s + biggest:
-            return "overhead"
-        return "compute" if self.t_compute_s >= self.t_memory_s else "memory"
+        if self.overhead_s + self.launch_floor_s * (self.timing == "synced") > biggest \
+                or self.launch_floor_s >= self.overhead_s + biggest:
+            return "launch"
+        if self.t_memory_s > self.t_compute_s:
+            return "memory"
+        return "quantisation" if self.wave_efficiency < 1 - QUANTISATION_IDLE else "compute"
 
     def to_json(self) -> dict:
         t = self.target
@@ -310,14 +369,17 @@ class Prediction:
             "device": t.name, "dtype": t.dtype, "m": self.m, "n": self.n, "k": self.k,
             "peak_tflops": t.peak_flop_per_s / 1e12, "predicted_tflops": self.rate_flop_per_s / 1e12,
             "efficiency": self.efficiency, "bound": self.bound,
+            "assumed_clock_mhz": t.assumed_clock_hz / 1e6 if t.assumed_clock_hz else None,
             "basis": {
                 "model_version": constants().model_version, "family": t.family.id, "unit_name": t.family.unit_name,
                 "units": t.units, "tile": list(self.tile), "tiles": self.tiles, "waves": self.waves,
-                "wave_efficiency": self.wave_efficiency, "clock_ratio": t.clock_ratio, "clock_basis": t.clock_basis,
+                "wave_efficiency": self.wave_efficiency, "split_k": self.split_k, "clock_ratio": t.clock_ratio, "clock_basis": t.clock_basis,
                 "eta": self.eta.value, "eta_basis": self.eta.text(), "overhead_us": self.overhead_s * 1e6,
                 "launch_floor_us": self.launch_floor_s * 1e6,
                 "t_compute_us": self.t_compute_s * 1e6, "t_memory_us": self.t_memory_s * 1e6,
                 "time_us": self.time_s * 1e6, "memory_bw_gb_s": t.memory_bw_Bps / 1e9,
+                "achievable_bw_gb_s": t.achievable_bw_Bps / 1e9, "memory_basis": t.memory_basis,
+                "timing": self.timing,
                 "peak_field": t.peak_field, "peak_source": t.peak_source,
             },
         }
@@ -338,30 +400,61 @@ def _candidates(fam: Family, dtype: str) -> tuple[tuple[int, int], ...]:
     return tuple(out)
 
 
-def predict_target(tg: Target, m: int, n: int, k: int, eta: Eta) -> Prediction:
-    """The model for one shape on a :class:`Target` with a given η (see the module docstring)."""
+def output_bytes(dtype: str) -> int:
+    """Bytes per element of C: BF16 for FP8 inputs (torch._scaled_mm's out_dtype in Lab 00), else the input's."""
+    return 2 if dtype.startswith("fp8") else kernels.DTYPE_BYTES[dtype]
+
+
+def gemm_bytes(m: int, n: int, k: int, dtype: str) -> int:
+    """A and B read once, C written once [B]: (m·k + k·n)·b + m·n·b_C."""
+    return (m * k + k * n) * kernels.DTYPE_BYTES[dtype] + m * n * output_bytes(dtype)
+
+
+def predict_target(tg: Target, m: int, n: int, k: int, eta: Eta, timing: str = "queued") -> Prediction:
+    """The model for one shape on a :class:`Target` with a given η (see the module docstring); ``timing``: how the
+    calls are timed, ``queued`` (back to back) or ``synced`` (one call per synchronisation)."""
     _check_shape(m, n, k)
-    b = kernels.DTYPE_BYTES[tg.dtype]
+    if timing not in TIMINGS:
+        raise ValueError(f"timing must be one of {', '.join(TIMINGS)}, got {timing!r}")
     per_unit = eta.value * tg.clock_ratio * tg.peak_flop_per_s / tg.units
-    t_mem = kernels.matmul_bytes(m, n, k, b) / tg.memory_bw_Bps
     best = None
     for tm, tn in _candidates(tg.family, tg.dtype):
         tiles = math.ceil(m / tm) * math.ceil(n / tn)
-        waves = math.ceil(tiles / tg.units)
-        t_c = waves * 2.0 * tm * tn * k / per_unit
-        if best is None or max(t_c, t_mem) < max(best[3], t_mem):
-            best = ((tm, tn), tiles, waves, t_c)
-    tile, tiles, waves, t_c = best
+        for split in split_k_options(tiles, tg.units, k, tg.family.tiles_modelled):
+            waves = math.ceil(tiles * split / tg.units)
+            t_c = waves * 2.0 * tm * tn * math.ceil(k / split) / per_unit
+            t_mem = (gemm_bytes(m, n, k, tg.dtype) + split_k_bytes(m, n, split)) / tg.achievable_bw_Bps
+            if best is None or max(t_c, t_mem) < max(best[3], best[4]):
+                best = ((tm, tn), tiles, waves, t_c, t_mem, split)
+    tile, tiles, waves, t_c, t_mem, split = best
     return Prediction(tg, int(m), int(n), int(k), tile, tiles, waves, eta, t_c, t_mem, tg.family.overhead_s,
-                      tg.family.launch_floor_s)
+                      tg.family.launch_floor_s, timing, split)
+
+
+#: the shortest K slice a split-K kernel gives one tile (a few pipeline stages of a 64-deep K step)
+MIN_K_SLICE = 256
+
+
+def split_k_options(tiles: int, units: int, k: int, modelled: bool = True) -> range:
+    """K splits s the library may use when the output has fewer tiles than units: 1 .. min(⌊U/T⌋, ⌊k/256⌋), so
+    that the idle units take K slices of the same tiles (split-K; stream-K generalises it, osama-2023-streamk)."""
+    if not modelled or tiles >= units:
+        return range(1, 2)
+    return range(1, max(1, min(units // tiles, k // MIN_K_SLICE)) + 1)
+
+
+def split_k_bytes(m: int, n: int, split: int) -> int:
+    """The extra traffic of a K split [B]: s − 1 partial FP32 tiles of C written and read back for the reduction."""
+    return (split - 1) * m * n * 4 * 2
 
 
 def predict(device: specs.Device | str, dtype: str, m: int, n: int, k: int, *, exclude: Iterable[str] = (),
-            use_clock: bool = True) -> Prediction:
+            use_clock: bool = True, timing: str = "queued", memory_bw_Bps: float | None = None,
+            exclude_sources: Iterable[str] = ()) -> Prediction:
     """Predicted rate of an m×n×k matmul in ``dtype`` on a catalog device, with η calibrated without the devices in
-    ``exclude`` (the leave-one-out validation passes the held-out device)."""
-    tg = target(device, dtype, use_clock=use_clock)
-    return predict_target(tg, m, n, k, eta_for(tg.family.id, frozenset(exclude)))
+    ``exclude`` and the sources in ``exclude_sources`` (the validations pass the held-out device or source)."""
+    tg = target(device, dtype, use_clock=use_clock, memory_bw_Bps=memory_bw_Bps)
+    return predict_target(tg, m, n, k, eta_of(tg, exclude, use_clock, exclude_sources), timing)
 
 
 def best_target(tg: Target, eta: Eta, max_dim: int = 16384, step: int = 256) -> Prediction:
@@ -372,7 +465,7 @@ def best_target(tg: Target, eta: Eta, max_dim: int = 16384, step: int = 256) -> 
     m, n, k = np.meshgrid(g, g, g, indexing="ij")
     b = kernels.DTYPE_BYTES[tg.dtype]
     per_unit = eta.value * tg.clock_ratio * tg.peak_flop_per_s / tg.units
-    t_mem = (m * k + k * n + m * n) * b / tg.memory_bw_Bps
+    t_mem = ((m * k + k * n) * b + m * n * output_bytes(tg.dtype)) / tg.achievable_bw_Bps
     best_t = None
     for tm, tn in _candidates(tg.family, tg.dtype):
         waves = np.ceil(np.ceil(m / tm) * np.ceil(n / tn) / tg.units)
@@ -387,7 +480,7 @@ def best(device: specs.Device | str, dtype: str, *, max_dim: int = 16384, step: 
          exclude: Iterable[str] = ()) -> Prediction:
     """The model's best shape and rate for a catalog device (see :func:`best_target`)."""
     tg = target(device, dtype)
-    return best_target(tg, eta_for(tg.family.id, frozenset(exclude)), max_dim, step)
+    return best_target(tg, eta_of(tg, exclude), max_dim, step)
 
 
 # ------------------------------------------------------------------------------------------- calibration
@@ -459,6 +552,12 @@ def _model_rate(tg: Target, meas: Measurement, eta: Eta) -> tuple[float, Predict
     return p.rate_flop_per_s, p
 
 
+def precision_class(dtype: str) -> str:
+    """η's precision class: ``fp8`` (FP8 tensor cores draw more power per FLOP, so their clock against the peak's is
+    lower) or ``other``."""
+    return "fp8" if specs.normalize_dtype(dtype).startswith("fp8") else "other"
+
+
 def implied_eta(meas: Measurement, use_clock: bool = True) -> float | None:
     """The η with which the model reproduces a published rate (bisection; the rate rises with η), or None when the
     rate is out of the model's reach (above its roof at the largest η)."""
@@ -475,27 +574,36 @@ def implied_eta(meas: Measurement, use_clock: bool = True) -> float | None:
     return 0.5 * (lo + hi)
 
 
-@functools.lru_cache(maxsize=2)
-def device_etas(use_clock: bool = True) -> Mapping[str, float]:
-    """device -> median implied η over its published rows (devices whose rows are all out of reach are left out).
-    ``use_clock=False`` calibrates a model that ignores the sourced sustained clocks."""
+@functools.lru_cache(maxsize=64)
+def device_etas(use_clock: bool = True, precision: str = "other",
+                exclude_sources: frozenset = frozenset()) -> Mapping[str, float]:
+    """device -> median implied η over its published rows of one precision class (devices whose rows are all out of
+    reach are left out), without the rows of ``exclude_sources``. ``use_clock=False`` calibrates a model that
+    ignores the sourced sustained clocks."""
     by: dict[str, list[float]] = {}
     for meas in measurements():
+        if precision_class(meas.dtype) != precision or meas.source in exclude_sources:
+            continue
         e = implied_eta(meas, use_clock)
         if e is not None:
             by.setdefault(meas.device, []).append(e)
     return MappingProxyType({d: statistics.median(v) for d, v in by.items()})
 
 
-@functools.lru_cache(maxsize=256)
-def eta_for(family_id: str, exclude: frozenset = frozenset(), use_clock: bool = True) -> Eta:
-    """The family's η without the devices in ``exclude``: the median over the family's measured devices when the
-    family has at least ``min_devices`` of them, else the median over the other families' devices; a family with
-    no data anywhere (CPUs) keeps its stated ``uncalibrated_eta``."""
+@functools.lru_cache(maxsize=512)
+def eta_for(family_id: str, exclude: frozenset = frozenset(), use_clock: bool = True, precision: str = "other",
+            exclude_sources: frozenset = frozenset()) -> Eta:
+    """The family's η for one precision class (:func:`precision_class`) without the devices in ``exclude`` and the
+    sources in ``exclude_sources``: the median over the family's measured devices when the family has at least
+    ``min_devices`` of them, else the median over the other families' devices of the class (a class measured
+    nowhere uses the ``other`` class); a family with no data anywhere (CPUs) keeps its stated ``uncalibrated_eta``."""
     c = constants()
     fam = c.families[family_id]
-    etas = device_etas(use_clock)
-    if fam.uncalibrated_eta is not None and not any(d in etas for d in fam.devices):
+    etas = device_etas(use_clock, precision, exclude_sources)
+    if not etas and precision != "other":
+        return eta_for(family_id, exclude, use_clock, "other", exclude_sources)
+    if fam.uncalibrated_eta is not None and not any(d in device_etas(use_clock, p, exclude_sources)
+                                                    for p in ("other", "fp8") for d in fam.devices):
         return Eta(fam.uncalibrated_eta, "uncalibrated", ())
     own = [d for d in fam.devices if d in etas]
     if len(own) >= c.min_devices:
@@ -504,7 +612,13 @@ def eta_for(family_id: str, exclude: frozenset = frozenset(), use_clock: bool = 
         pool, how = [d for d in etas if d not in fam.devices and d not in exclude], "other families"
     if not pool:
         raise MatmulDataError(f"no published matmul measurement left to calibrate family {family_id}")
-    return Eta(statistics.median(etas[d] for d in pool), how, tuple(sorted(pool)))
+    return Eta(statistics.median(etas[d] for d in pool), how, tuple(sorted(pool)), precision)
+
+
+def eta_of(tg: Target, exclude: Iterable[str] = (), use_clock: bool = True,
+           exclude_sources: Iterable[str] = ()) -> Eta:
+    """η for a target's family and precision class."""
+    return eta_for(tg.family.id, frozenset(exclude), use_clock, precision_class(tg.dtype), frozenset(exclude_sources))
 
 
 # -------------------------------------------------------------------------------------------- validation
@@ -536,7 +650,7 @@ def leave_one_out(use_clock: bool = True) -> tuple[Check, ...]:
     out = []
     for meas in measurements():
         tg = target(meas.device, meas.dtype, use_clock=use_clock)
-        eta = eta_for(tg.family.id, frozenset({meas.device}), use_clock)
+        eta = eta_of(tg, {meas.device}, use_clock)
         _, pred = _model_rate(tg, meas, eta)
         out.append(Check(meas, pred, tg.family.id))
     return tuple(out)
@@ -569,7 +683,7 @@ def summarise(checks: Iterable[Check]) -> Summary:
 def square_sweep(device: specs.Device | str, dtype: str, sizes: Iterable[int]) -> list[Prediction]:
     """The model for square n³ matmuls (the dashed curves of Lab 00)."""
     tg = target(device, dtype)
-    eta = eta_for(tg.family.id)
+    eta = eta_of(tg)
     return [predict_target(tg, n, n, n, eta) for n in sizes]
 
 

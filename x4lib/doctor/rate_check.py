@@ -231,11 +231,58 @@ def diagnose_lab00(results: Mapping, name: str = "results.json",
             value = d["cpu"].get(key) if key != "flop_per_cycle_per_core" else (d.get("cpu_uarch") or {}).get(key)
             ev.append(Evidence(name, line, f"device.{'cpu_uarch' if key == 'flop_per_cycle_per_core' else 'cpu'}."
                                            f"{key} = {_plain(value)}"))
-    found = matmul_checks(d, results, name, ev)
+    found = matmul_checks(d, results, name, ev) + clock_checks(results, name, text)
     label = d.get("detected_name", "?") + (f" ({d['catalog_id']})" if d.get("catalog_id") else "")
     summary = (f"{KIND_NAMES['lab00-results']}: {label}, {len(rate_rows(results))} matmul rows, "
                f"{len(mem_rows(results))} memory rows, started {results.get('started_utc', '?')}")
     return InputReport(name, "lab00-results", summary), found
+
+
+#: clock-event reasons sampled during a shape → the rule that names them (NVML: nvml-clocks-event-reasons)
+_REASON_RULES = (("hw_slowdown", "hw-slowdown"), ("hw_thermal_slowdown", "hw-slowdown"),
+                 ("hw_power_brake_slowdown", "hw-slowdown"), ("sw_thermal_slowdown", "sw-thermal-slowdown"),
+                 ("sw_power_cap", "sw-power-cap-busy"))
+
+
+def clock_checks(results: Mapping, name: str = "results.json", text: str | None = None) -> list[Finding]:
+    """The clock of a Lab 00 GPU run, from evidence only. Shapes sampled while they ran (harness 3+, ``gpu_samples``):
+    each Active clock-event reason becomes its rule's finding (SW Power Cap → running at the power limit; the
+    thermal and hardware slowdowns → theirs), with the clock and power seen. Without samples, an SM clock read
+    after the sweep below 90 % of the maximum is a note that the cause was not recorded: never "power limit" or
+    "thermal" without a reason that says so."""
+    from x4lib.harness import device as dev
+    out, seen = [], set()
+    for r in results.get("matmul", ()):
+        ev = dev.clock_evidence(r.get("gpu_samples"))
+        if not ev or not ev["reasons_active"]:
+            continue
+        shape = f"{r['dtype']} {r['m']}×{r['n']}×{r['k']}"
+        line = _json_line(text, '"gpu_samples"') if text is not None else None
+        for reason, rule_id in _REASON_RULES:
+            if reason in ev["reasons_active"] and rule_id not in seen:
+                seen.add(rule_id)
+                out.append(new_finding(
+                    rule_id, name, [Evidence(name, line, f"{shape}: {reason} Active in {ev['samples']} sample(s); "
+                                                         f"SM clock {ev['sm_mhz_min']:.0f}–{ev['sm_mhz_median']:.0f} MHz "
+                                                         f"(min–median) at up to {ev['power_w_max']:.0f} W")],
+                    f"while {shape} ran", Quantity(ev["sm_mhz_median"], "MHz", "median SM clock while it ran"),
+                    Quantity(ev["sm_mhz_max_allowed"], "MHz", "maximum SM clock (nvidia-smi clocks.max.sm)")
+                    if ev["sm_mhz_max_allowed"] else None))
+    sampled = any(r.get("gpu_samples") for r in results.get("matmul", ()))
+    after = results.get("device", {}).get("nvidia_smi_after") or {}
+    clk, top = after.get("clocks.sm"), after.get("clocks.max.sm")
+    if not sampled and isinstance(clk, (int, float)) and isinstance(top, (int, float)) and top > 0 \
+            and clk < 0.9 * top:
+        line = _json_line(text, '"nvidia_smi_after"') if text is not None else None
+        power = after.get("power.draw")
+        out.append(new_finding(
+            "clock-low-cause-unrecorded", name,
+            [Evidence(name, line, f"device.nvidia_smi_after: clocks.sm {clk:.0f} MHz, clocks.max.sm {top:.0f} MHz"
+                                  + (f", power.draw {power:.0f} W" if isinstance(power, (int, float)) else ""))],
+            f"{clk:.0f} MHz after the sweep, {100 * clk / top:.0f} % of the maximum",
+            Quantity(clk, "MHz", "SM clock read after the sweep"),
+            Quantity(top, "MHz", "maximum SM clock (nvidia-smi clocks.max.sm)")))
+    return out
 
 
 def diagnose_lab01(results: Mapping, name: str = "results.json",

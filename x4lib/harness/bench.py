@@ -1,8 +1,15 @@
 """A timing harness done right, for matmuls and memory-bound kernels, on CPU and CUDA.
 
-- warm-up calls are discarded; then ``repeats`` timed calls, each timed on its own;
-- CUDA: CUDA events around each call (the GPU's own clock), synchronised before reading; CPU:
-  ``time.perf_counter`` around each call (torch CPU ops are synchronous);
+- warm-up calls are discarded; then ``repeats`` timings, each of ``N`` calls issued back to back between one pair
+  of CUDA events (or of ``time.perf_counter`` readings on a CPU, where torch ops are synchronous), with N chosen
+  from the warm-up so that each timed region lasts at least ``min_region_s`` (about 1 ms; N = 1 for any call
+  longer than that). One call per event pair, as harness version 2 did, times the host's launch of each short
+  kernel as well as the kernel; back-to-back calls hide it, as careful benchmarks do (stas00's swiglu benchmark
+  times 100 calls between one event pair). The raw time of every event pair is kept (``pair_times_s``) with N
+  (``calls_per_timing``); ``times_s`` = pair time / N, the time per call the book reports (best and median);
+- on a GPU with ``nvidia-smi``, the runner's ``x4lib.harness.device.GpuSampler`` records the SM clock, power, temperature and the clock-event
+  reasons while the largest shapes run (NVML's definitions: nvml-clocks-event-reasons), so that a low clock is
+  attributed from evidence, not guessed; on a CPU, or without nvidia-smi, nothing is sampled;
 - inputs are random (seeded), never zeros (zeros hit fast paths and lower power);
 - every call's time is kept (raw per-repeat seconds) with the shape it timed; FLOP, bytes and rates are
   derived from them when a page is drawn (``x4lib.compute.kernels``: 2·m·n·k FLOP per matmul, 2·N·b bytes per copy,
@@ -15,11 +22,18 @@ Method after stas00's mamf-finder (ml-engineering) and nccl-tests' practice. Use
 from __future__ import annotations
 
 import dataclasses
+import math
 import statistics
 import time
 
-#: version 2: rows keep times and shapes only (rates are derived when drawn)
-HARNESS_VERSION = 2
+#: version 2: rows keep times and shapes only (rates are derived when drawn); version 3: N calls back to back per
+#: event pair (N chosen so the timed region lasts >= MIN_REGION_S), raw pair times kept, GPU state sampled during the
+#: largest shapes
+HARNESS_VERSION = 3
+#: the shortest timed region [s]: calls shorter than this are repeated back to back between one pair of events
+MIN_REGION_S = 1e-3
+#: the most calls in one timed region (bounds the time a tiny kernel's sweep takes)
+MAX_CALLS_PER_TIMING = 1000
 
 TORCH_DTYPES = {"fp64": "float64", "fp32": "float32", "tf32": "float32", "bf16": "bfloat16",
                 "fp16": "float16", "fp8_e4m3": "float8_e4m3fn", "fp8_e5m2": "float8_e5m2"}
@@ -30,8 +44,11 @@ MEMORY_ELEMENT_BYTES = 4
 
 @dataclasses.dataclass(frozen=True)
 class Timing:
-    """Per-repeat wall times of one kernel, in seconds."""
+    """Per-call times of one kernel, in seconds: each the time of one event pair divided by the ``calls`` issued
+    back to back inside it (``pair_times_s`` keeps the raw pair times)."""
     times_s: tuple[float, ...]
+    calls: int = 1
+    pair_times_s: tuple[float, ...] = ()
 
     @property
     def median_s(self) -> float:
@@ -47,29 +64,50 @@ class Timing:
         return (max(self.times_s) - min(self.times_s)) / self.median_s
 
 
-def time_calls(fn, torch, device: str, warmup: int = 3, repeats: int = 10) -> Timing:
-    """Time ``fn()`` ``repeats`` times after ``warmup`` untimed calls."""
+def calls_per_timing(single_call_s: float, min_region_s: float = MIN_REGION_S,
+                     max_calls: int = MAX_CALLS_PER_TIMING) -> int:
+    """N = ⌈min_region_s / t_call⌉, between 1 and ``max_calls``: how many calls one timed region needs to last at
+    least ``min_region_s``."""
+    if not single_call_s > 0:
+        return max_calls
+    return max(1, min(max_calls, math.ceil(min_region_s / single_call_s)))
+
+
+def _region_s(fn, torch, device: str, calls: int) -> float:
+    """One timed region: ``calls`` calls of ``fn`` back to back, in seconds."""
+    if device == "cuda":
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        s.record()
+        for _ in range(calls):
+            fn()
+        e.record()
+        e.synchronize()
+        return s.elapsed_time(e) / 1e3
+    t0 = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    return time.perf_counter() - t0
+
+
+def time_calls(fn, torch, device: str, warmup: int = 3, repeats: int = 10, min_region_s: float = MIN_REGION_S,
+               max_calls: int = MAX_CALLS_PER_TIMING) -> Timing:
+    """Time ``fn()``: ``warmup`` untimed calls, then ``repeats`` regions of N back-to-back calls each, N from
+    :func:`calls_per_timing` on the warm-up's time per call (``min_region_s=0`` gives N = 1: one call per event
+    pair, harness version 2's method)."""
     if warmup < 0 or repeats < 1:
         raise ValueError("warmup must be >= 0 and repeats >= 1")
     for _ in range(warmup):
         fn()
-    times = []
     if device == "cuda":
         torch.cuda.synchronize()
-        starts = [torch.cuda.Event(enable_timing=True) for _ in range(repeats)]
-        ends = [torch.cuda.Event(enable_timing=True) for _ in range(repeats)]
-        for s, e in zip(starts, ends):
-            s.record()
-            fn()
-            e.record()
-        torch.cuda.synchronize()
-        times = [s.elapsed_time(e) / 1e3 for s, e in zip(starts, ends)]
-    else:
-        for _ in range(repeats):
-            t0 = time.perf_counter()
-            fn()
-            times.append(time.perf_counter() - t0)
-    return Timing(tuple(times))
+    calls = 1
+    if min_region_s > 0:  # one call alone includes its launch; a short batch then refines N
+        calls = calls_per_timing(_region_s(fn, torch, device, 1), min_region_s, max_calls)
+        if calls > 1:
+            few = min(calls, 10)
+            calls = calls_per_timing(_region_s(fn, torch, device, few) / few, min_region_s, max_calls)
+    pairs = [_region_s(fn, torch, device, calls) for _ in range(repeats)]
+    return Timing(tuple(p / calls for p in pairs), calls, tuple(pairs))
 
 
 def _is_oom(torch, exc: BaseException) -> bool:
@@ -116,7 +154,8 @@ def matmul_row(torch, dtype: str, m: int, n: int, k: int, device: str, warmup: i
 
 
 def _times(t: Timing) -> dict:
-    return {"times_s": list(t.times_s), "median_s": t.median_s, "best_s": t.best_s, "spread": t.spread}
+    return {"times_s": list(t.times_s), "median_s": t.median_s, "best_s": t.best_s, "spread": t.spread,
+            "calls_per_timing": t.calls, "pair_times_s": list(t.pair_times_s or t.times_s)}
 
 
 def memory_row(torch, kernel: str, n_elements: int, device: str, warmup: int, repeats: int,

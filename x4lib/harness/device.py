@@ -13,6 +13,7 @@ import os
 import platform
 import re
 import shutil
+import statistics
 import subprocess
 from pathlib import Path
 from x4lib import paths
@@ -186,3 +187,128 @@ def detect(torch, want: str = "auto") -> dict:
     return {"kind": "cpu", "torch_device": "cpu", "detected_name": cpu["model_name"],
             "catalog_id": cat, "count": 1, "cpu": cpu,
             "cpu_uarch": {k: arch[k] for k in ("id", "flop_per_cycle_per_core", "source")} if arch else None}
+
+
+# ------------------------------------------------------------------ GPU state sampled while a kernel runs
+
+#: what :class:`GpuSampler` asks nvidia-smi for: the SM clock, power and temperature, then the clock-event reasons
+#: (NVML's nvmlClocksEventReasons, key nvml-clocks-event-reasons: SW Power Cap "The clocks have been optimized to
+#: ensure not to exceed currently set power limits"; the thermal and hardware slowdowns; "active" is the bit mask)
+SAMPLE_BASE = ("timestamp", "clocks.sm", "clocks.max.sm", "power.draw", "power.limit", "temperature.gpu")
+SAMPLE_REASONS = ("active", "sw_power_cap", "sw_thermal_slowdown", "hw_slowdown", "hw_thermal_slowdown",
+                  "hw_power_brake_slowdown")
+#: the reason names of current drivers first, then the older "throttle" names, then none (clocks and power only)
+REASON_PREFIXES = ("clocks_event_reasons", "clocks_throttle_reasons", None)
+
+
+def _query(exe: str, index: int, fields) -> list[str] | None:
+    try:
+        r = subprocess.run([exe, f"--id={index}", "--query-gpu=" + ",".join(fields), "--format=csv,noheader,nounits"],
+                           capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    vals = [v.strip() for v in r.stdout.strip().split(",")]
+    return vals if r.returncode == 0 and len(vals) == len(fields) else None
+
+
+def sample_fields(exe: str, index: int = 0) -> list[str] | None:
+    """The fields this driver's nvidia-smi answers (a query of an unknown field fails as a whole)."""
+    for prefix in REASON_PREFIXES:
+        fields = list(SAMPLE_BASE) + ([f"{prefix}.{r}" for r in SAMPLE_REASONS] if prefix else [])
+        if _query(exe, index, fields) is not None:
+            return fields
+    return None
+
+
+def _value(text: str):
+    try:
+        return float(text)
+    except ValueError:
+        return text
+
+
+class GpuSampler:
+    """``with GpuSampler() as s: run()`` polls ``nvidia-smi --query-gpu=... -lms <interval>`` in the background
+    while the block runs; ``s.record()`` is then {"fields", "interval_ms", "samples"} (one list of values per
+    sample, numbers as numbers, flags as nvidia-smi prints them: "Active" / "Not Active"), or None where there is no
+    nvidia-smi (a CPU run) or it answered nothing. Standard library only. Used by runners/lab00.py."""
+
+    def __init__(self, index: int = 0, interval_ms: int = 50):
+        self.index, self.interval_ms = index, int(interval_ms)
+        self.fields, self.proc, self.samples = None, None, []
+
+    def __enter__(self):
+        import threading
+        exe = shutil.which("nvidia-smi")
+        self.fields = sample_fields(exe, self.index) if exe else None
+        self._lines, self._first = [], threading.Event()
+        if self.fields:
+            try:
+                self.proc = subprocess.Popen(
+                    [exe, f"--id={self.index}", "--query-gpu=" + ",".join(self.fields),
+                     "--format=csv,noheader,nounits", f"--loop-ms={self.interval_ms}"],
+                    stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+            except OSError:
+                self.proc = None
+        if self.proc is not None:
+            def read():
+                for line in self.proc.stdout:
+                    self._lines.append(line)
+                    self._first.set()
+                self._first.set()
+            self._reader = threading.Thread(target=read, daemon=True)
+            self._reader.start()
+            self._first.wait(timeout=5.0)  # the block starts once nvidia-smi is sampling
+        return self
+
+    def __exit__(self, *exc):
+        if self.proc is not None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+            self._reader.join(timeout=5)
+            self.samples = parse_samples("".join(self._lines), self.fields)
+        return False
+
+    def record(self) -> dict | None:
+        if not self.fields or not self.samples:
+            return None
+        return {"fields": list(self.fields), "interval_ms": self.interval_ms, "samples": self.samples}
+
+
+def parse_samples(text: str, fields) -> list[list]:
+    """nvidia-smi's csv lines (no header, no units) → one list of values per complete line."""
+    out = []
+    for line in (text or "").splitlines():
+        vals = [v.strip() for v in line.split(",")]
+        if len(vals) == len(fields):
+            out.append([_value(v) for v in vals])
+    return out
+
+
+def clock_evidence(record) -> dict | None:
+    """What a sampled record shows: the lowest and median SM clock [MHz], the highest power [W] against the limit,
+    the highest temperature, and which clock-event reasons were Active in any sample (by name, e.g.
+    ``sw_power_cap``), or None if the reasons were not sampled (an old driver). None for no record."""
+    if not record or not record.get("samples"):
+        return None
+    fields = record["fields"]
+    col = {f: i for i, f in enumerate(fields)}
+
+    def nums(f):
+        return [s[col[f]] for s in record["samples"] if f in col and isinstance(s[col[f]], (int, float))]
+    clocks, power = nums("clocks.sm"), nums("power.draw")
+    reasons = None
+    names = [f for f in fields if f.split(".")[-1] in SAMPLE_REASONS and not f.endswith(".active")]
+    if names:
+        reasons = sorted({f.split(".")[-1] for f in names for s in record["samples"]
+                          if str(s[col[f]]).strip().lower() == "active"})
+    return {"samples": len(record["samples"]),
+            "sm_mhz_min": min(clocks) if clocks else None,
+            "sm_mhz_median": statistics.median(clocks) if clocks else None,
+            "sm_mhz_max_allowed": (nums("clocks.max.sm") or [None])[0],
+            "power_w_max": max(power) if power else None, "power_limit_w": (nums("power.limit") or [None])[0],
+            "temperature_c_max": max(nums("temperature.gpu"), default=None), "reasons_active": reasons}

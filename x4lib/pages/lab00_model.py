@@ -27,11 +27,13 @@ def family_rows() -> list[dict]:
         clocks = [f"{d} {min(v):.0f} MHz" if min(v) == max(v) else f"{d} {min(v):.0f}–{max(v):.0f} MHz"
                   for d, v in by_dev.items()]
         eta = matmul.eta_for(fam.id)
+        eta8 = matmul.eta_for(fam.id, precision="fp8")
         rows.append({
             "family": fam.name, "units": f"{fmt_list(units)} {fam.unit_name}s",
             "tiles": fmt_list(f"{a}×{b}" for a, b in fam.tiles["default"]) if fam.tiles_modelled else "not modelled",
             "sourced clocks": fmt_list(clocks) if clocks else "none published",
             "t0 (µs)": fam.overhead_s * 1e6, "tL (µs)": fam.launch_floor_s * 1e6 or None, "η": eta.value,
+            "η FP8": eta8.value if eta8.precision == "fp8" else None,
             "η from": {"family": "its devices", "other families": "other families",
                        "uncalibrated": "not calibrated"}[eta.how]})
     return rows
@@ -162,3 +164,36 @@ def sweep_table():
                         "error at n ≤ 1024": Col("error at 1024³ and below", fmt="{:+.0%}"),
                         "median error at n ≥ 4096": Col("median error from 4096³", fmt="{:+.0%}"),
                         "source": "measured by (theirs)"})
+
+
+# ------------------------------------------------------------------- shapes the model never saw, per class
+
+def shape_class_table():
+    """x4lib.compute.matmul_validation.class_rows as a book table."""
+    from x4lib.book.tables import Col, table
+    from x4lib.compute import matmul_validation as mv
+    return table(mv.class_rows(), {
+        "class": "shape class", "rows": "rows", "ours": "ours", "theirs": "theirs",
+        "median |error|, device held out": Col("median |error|, device held out", fmt="{:.0%}"),
+        "median |error|, source held out": Col("median |error|, source held out", fmt="{:.0%}"),
+        "median error (signed)": Col("median error (signed; + optimistic)", fmt="{:+.0%}")})
+
+
+def shape_dtype_table():
+    from x4lib.book.tables import Col, table
+    from x4lib.compute import matmul_validation as mv
+    return table(mv.dtype_rows(), {
+        "dtype": "dtype", "rows": "rows",
+        "median |error|, device held out": Col("median |error|, device held out", fmt="{:.0%}"),
+        "median |error|, source held out": Col("median |error|, source held out", fmt="{:.0%}"),
+        "median error (signed)": Col("median error (signed; + optimistic)", fmt="{:+.0%}")})
+
+
+def worst_shape_table(n: int = 10):
+    from x4lib.book.tables import Col, table
+    from x4lib.compute import matmul_validation as mv
+    return table(mv.worst_rows(n), {
+        "source": Col("measured by", wrap=True), "device": "device", "dtype": "dtype", "shape": "shape",
+        "class": "class", "measured (TFLOP/s)": Col("measured", "TFLOP/s", "{:,.4g}"),
+        "predicted (TFLOP/s)": Col("predicted", "TFLOP/s", "{:,.4g}"), "error": Col("error", fmt="{:+.0%}"),
+        "model bound": "model: bound by"})
