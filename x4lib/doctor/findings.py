@@ -217,16 +217,17 @@ RULE_IDS = ("net-socket-multinode", "net-socket-nodes-unknown", "p2p-not-support
 #: which finding of an input names its cause: the most severe, and among equals the first in this order (specific
 #: evidence before general: a tool's line before the reporter's sentence, a cause before its symptom). Every rule id.
 CAUSE_ORDER = (
-    "net-socket-multinode", "ib-disabled-by-env", "net-socket-nodes-unknown", "cumem-disabled-no-mnnvl", "report-
-    says-socket", "rccl-iommu-pt-missing", "acs-enabled", "topo-flat-virtual", "iommu-in-paste", "p2p-through-cpu",
-    "p2p-not-supported", "amd-no-peers", "geforce-no-p2p", "p2p-level-loc", "report-says-p2p-off", "vm-topology",
-    "p2p-disabled-by-env", "topo-no-p2p", "topo-gpu-nic-cross-socket", "topo-gpu-nic-no-gdr", "gdr-level-forced",
-    "report-says-nic-pairing", "cpu-binding", "pcie-width-downgraded", "pcie-link-below-another", "pcie-gen-below-
-    max-busy", "pcie-aer-errors", "report-says-pcie-slot", "pcie-speed-downgraded-check-load", "hw-slowdown", "sw-
-    thermal-slowdown", "power-limit-lowered", "clock-reason-in-paste", "report-says-thermal", "sw-power-cap-busy",
-    "clock-low-cause-unrecorded", "captured-idle", "remapping-failed", "ecc-uncorrectable", "remapped-rows-pending",
-    "gpu-xid", "mig-enabled", "nccl-maxsharedmem", "test-failed", "log-check-failed", "one-rank", "fp32-used-tf32",
-    "tf32-not-enabled", "cache-flattered", "shape-kernel-choice", "rate-above-peak", "matmul-below-expected",
+    "net-socket-multinode", "ib-disabled-by-env", "net-socket-nodes-unknown", "cumem-disabled-no-mnnvl",
+    "report-says-socket", "rccl-iommu-pt-missing", "acs-enabled", "topo-flat-virtual", "iommu-in-paste",
+    "p2p-through-cpu", "p2p-not-supported", "amd-no-peers", "geforce-no-p2p", "p2p-level-loc",
+    "report-says-p2p-off", "vm-topology", "p2p-disabled-by-env", "topo-no-p2p", "topo-gpu-nic-cross-socket",
+    "topo-gpu-nic-no-gdr", "gdr-level-forced", "report-says-nic-pairing", "cpu-binding", "pcie-width-downgraded",
+    "pcie-link-below-another", "pcie-gen-below-max-busy", "pcie-aer-errors", "report-says-pcie-slot",
+    "pcie-speed-downgraded-check-load", "hw-slowdown", "sw-thermal-slowdown", "power-limit-lowered",
+    "clock-reason-in-paste", "report-says-thermal", "sw-power-cap-busy", "clock-low-cause-unrecorded",
+    "captured-idle", "remapping-failed", "ecc-uncorrectable", "remapped-rows-pending", "gpu-xid", "mig-enabled",
+    "nccl-maxsharedmem", "test-failed", "log-check-failed", "one-rank", "fp32-used-tf32", "tf32-not-enabled",
+    "cache-flattered", "shape-kernel-choice", "rate-above-peak", "matmul-below-expected",
     "memory-bw-below-expected", "no-compute-bound-shape", "lab02-term-off", "nvls-above-line-rate", "two-node-tree",
     "sparse-peak-expected", "line-rate-expected", "avg-busbw-not-peak", "below-model", "report-says-fabric",
     "lab02-terms-agree")
