@@ -9,7 +9,7 @@ import pytest
 
 from conftest import load_schema, run_cli
 from x4lib.network import collectives as co
-from x4lib.network import clusters, nccl_tuner
+from x4lib.network import clusters, nccl_tests, nccl_tuner
 from x4lib.catalog import specs
 
 US = 1e-6
@@ -23,7 +23,7 @@ US = 1e-6
     ("broadcast", 8, 1.0), ("reduce", 8, 1.0), ("sendrecv", 2, 1.0),
 ])
 def test_busbw_factors(collective, n, factor):
-    assert co.busbw_factor(collective, n) == pytest.approx(factor)
+    assert nccl_tests.busbw_factor(collective, n) == pytest.approx(factor)
 
 
 # --- closed forms on small cases, by hand -----------------------------------------------------------------------
@@ -171,7 +171,7 @@ def test_point_to_point_collectives_are_outside_the_tuner():
 # --- monotonicity and limits ------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("cluster", ["2x8-h100-ib400", "2x8-a100-ib200"])
-@pytest.mark.parametrize("collective", co.COLLECTIVES)
+@pytest.mark.parametrize("collective", nccl_tests.COLLECTIVES)
 def test_time_grows_with_size(cluster, collective):
     times = [co.predict(collective, s, cluster).time_s for s in (1e3, 1e5, 1e6, 1e8, 1e9, 1e10)]
     assert all(b > a for a, b in zip(times, times[1:]))
@@ -181,7 +181,7 @@ def test_time_falls_with_bandwidth():
     slow = clusters.custom_cluster(2, 8, 300e9, 8, 25e9)
     fast_intra = clusters.custom_cluster(2, 8, 450e9, 8, 25e9)
     fast_net = clusters.custom_cluster(2, 8, 300e9, 8, 50e9)
-    for coll in co.COLLECTIVES:
+    for coll in nccl_tests.COLLECTIVES:
         t0 = co.predict(coll, 1e9, slow).time_s
         assert co.predict(coll, 1e9, fast_intra).time_s <= t0 * (1 + 1e-9)
         assert co.predict(coll, 1e9, fast_net).time_s <= t0 * (1 + 1e-9)
@@ -316,10 +316,10 @@ def test_cli_bad_input_exits_2_with_one_error_line(args, needle):
                                        ("alltoall_perf", "all_to_all"), ("ReduceScatter", "reduce_scatter"),
                                        ("gather", None)])
 def test_one_map_of_collective_names(text, name):
-    assert co.canonical(text) == name
+    assert nccl_tests.canonical(text) == name
 
 
 def test_a_collective_is_found_in_a_file_name_longest_spelling_first():
-    assert co.find_in_text("run-reduce_scatter_perf-2x8.log") == "reduce_scatter"
-    assert co.find_in_text("nccl_alltoall.log") == "all_to_all" and co.find_in_text("readme.txt") is None
-    assert all(co.canonical(b) == c for c, b in co.NCCL_TESTS_BINARY.items())
+    assert nccl_tests.find_in_text("run-reduce_scatter_perf-2x8.log") == "reduce_scatter"
+    assert nccl_tests.find_in_text("nccl_alltoall.log") == "all_to_all" and nccl_tests.find_in_text("readme.txt") is None
+    assert all(nccl_tests.canonical(b) == c for c, b in nccl_tests.NCCL_TESTS_BINARY.items())
