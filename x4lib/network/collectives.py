@@ -165,16 +165,70 @@ def _protocol(protocol: str | None) -> str | None:
     return named
 
 
+@dataclasses.dataclass(frozen=True)
+class Calibration:
+    """What NCCL's estimate misses, fitted on measured logs (x4lib.network.validation.fit): per "algorithm/protocol",
+    an extra fixed cost [s] added to NCCL's latency and the fraction of NCCL's bandwidth the kernels reach, keyed
+    "algorithm/protocol@scale" with NCCL's own scale columns (calibration_key: one node, two nodes, more), and
+    "algorithm/protocol" fitted over every scale for the scales without their own fit. A pair without any fit keeps
+    NCCL's own price (0 s, 1.0). ``fitted_on`` names the logs."""
+    extra_latency_s: Mapping[str, float]
+    efficiency: Mapping[str, float]
+    fitted_on: tuple[str, ...] = ()
+
+
+def calibration_key(option: Option, cluster: Cluster) -> str:
+    """"algorithm/protocol@N1|N2|N4": NCCL's scale columns (one node, two nodes, more than two)."""
+    return f"{option.algorithm}/{option.protocol}@{'N1' if cluster.nodes == 1 else 'N2' if cluster.nodes == 2 else 'N4'}"
+
+
+def _calibrated_key(calibration: Calibration, option: Option, cluster: Cluster) -> str:
+    """The scale's own fit when there is one, else the pair's fit over every scale ("algorithm/protocol")."""
+    key = calibration_key(option, cluster)
+    return key if key in calibration.extra_latency_s else key.split("@")[0]
+
+
+#: the NCCL version whose NVLS-tree bandwidth rule a run achieves: 2.30's on two nodes (its x2 for the two-node tree,
+#: where each byte crosses the network once), 2.19-2.27's on more (bwInter / 2: an interior tree node sends and
+#: receives twice, which 2.30's per-channel cap of 45.5 GB/s on Hopper does not reach); see achieved_time_s
+ACHIEVED_NVLS_TREE_RULE = {"two_nodes": None, "more_nodes": "2.26.2"}
+
+
+def achieved_time_s(option: Option, size_B: float, cluster: Cluster, calibration: Calibration | None,
+                    collective: str = "all_reduce") -> float:
+    """The time a run of ``option`` takes: NCCL's latency (with the network plugin's reported latency, as NCCL prices
+    it: on AWS EFA that models the 1 MiB rows better than leaving it out) plus the calibration's extra cost, and
+    NCCL's bandwidth term at the channels the launch keeps (nccl_tuner.launch_channels) over the calibration's
+    efficiency. NVLS tree's bandwidth term is that of the rule in ACHIEVED_NVLS_TREE_RULE, whatever version chose
+    it (the stored 2-, 4- and 8-node H100 logs: nccl_tuning.yaml version_bands). Without a calibration: NCCL's own
+    estimate (option.time_s)."""
+    if calibration is None or option.algorithm in ("local", "p2p"):
+        return option.time_s
+    key = _calibrated_key(calibration, option, cluster)
+    bw_term = option.time_s - option.latency_s
+    if option.algorithm == "nvls_tree":
+        rule = ACHIEVED_NVLS_TREE_RULE["two_nodes" if cluster.nodes <= 2 else "more_nodes"]
+        same = [o for o in options(collective, size_B, cluster, nccl_version=rule)
+                if (o.algorithm, o.protocol) == (option.algorithm, option.protocol)]
+        bw_term = same[0].time_s - same[0].latency_s if same else bw_term
+    nc = nccl_tuner.launch_channels(option.algorithm, option.protocol, size_B, option.channels, cluster.n_ranks)
+    bw_term *= option.channels / max(1, nc)
+    return option.latency_s + calibration.extra_latency_s.get(key, 0.0) + bw_term / calibration.efficiency.get(key, 1.0)
+
+
 def predict(collective: str, size_B: float, cluster: Cluster | str, in_network: bool | None = None,
-            algorithm: str | None = None, protocol: str | None = None) -> Prediction:
+            algorithm: str | None = None, protocol: str | None = None, nccl_version: str | None = None,
+            calibration: Calibration | None = None) -> Prediction:
     """The (algorithm, protocol) NCCL's tuner would pick for ``collective`` of nccl-tests size ``size_B`` [B] on
     ``cluster`` (a preset id or a :class:`Cluster`), and its time [s]: the fastest of :func:`options`, the lower
     algorithm then protocol index winning a tie (enqueue.cc, topoGetAlgoInfo). ``algorithm`` and ``protocol``
     restrict the choice as NCCL_ALGO and NCCL_PROTO do (``"nvls"`` = NVLS or NVLS tree, ``"collnet"`` = either
-    CollNet algorithm); ValueError when nothing is left. Sources: nccl-v2-30-7, nccl-tests-performance.
-    Used in: book/lab-01-collectives.md"""
+    CollNet algorithm); ValueError when nothing is left. ``nccl_version`` prices with that NCCL's tables (None:
+    2.30.7); NCCL's choice is always by its own estimate, while ``calibration`` (fitted on logs) turns the chosen
+    pair's estimate into the time a run takes (achieved_time_s; None: NCCL's estimate is the prediction).
+    Sources: nccl-v2-30-7, nccl-tests-performance. Used in: book/lab-01-collectives.md"""
     c = clusters.get(cluster) if isinstance(cluster, str) else cluster
-    opts = options(collective, size_B, c, in_network=in_network)
+    opts = options(collective, size_B, c, in_network=in_network, nccl_version=nccl_version)
     algos, proto = _select(algorithm), _protocol(protocol)
     chosen = [o for o in opts if (algos is None or o.algorithm in algos or o.algorithm == "local")
               and (proto is None or o.protocol == proto or o.algorithm in ("local", "p2p"))]
@@ -183,10 +237,13 @@ def predict(collective: str, size_B: float, cluster: Cluster | str, in_network: 
         raise ValueError(f"{algorithm or 'auto'}/{protocol or 'auto'} is not available for {collective} on {c.id}; "
                          f"available: {', '.join(avail)}")
     best = min(chosen, key=lambda o: o.time_s)  # min() keeps the first of equals: NCCL's index order
-    return Prediction(collective=collective, size_B=int(size_B), n_ranks=c.n_ranks, time_s=best.time_s,
-                      latency_s=best.latency_s, algorithm=best.algorithm, protocol=best.protocol,
+    time_s = achieved_time_s(best, size_B, c, calibration, collective)
+    latency_s = best.latency_s + (calibration.extra_latency_s.get(_calibrated_key(calibration, best, c), 0.0)
+                                  if calibration else 0.0)
+    return Prediction(collective=collective, size_B=int(size_B), n_ranks=c.n_ranks, time_s=time_s,
+                      latency_s=latency_s, algorithm=best.algorithm, protocol=best.protocol,
                       bottleneck=_link_label(c, best),
-                      bound="latency" if best.latency_s > best.time_s / 2 else "bandwidth",
+                      bound="latency" if latency_s > time_s / 2 else "bandwidth",
                       in_network=best.algorithm in ("nvls", "nvls_tree", "collnet_direct", "collnet_chain"),
                       channels=best.channels,
                       alternatives=MappingProxyType({f"{o.algorithm}/{o.protocol}": o.time_s for o in opts}))

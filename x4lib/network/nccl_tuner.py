@@ -226,6 +226,7 @@ class Option:
     time_s: float
     channels: int
     bottleneck: str  # "intra" or "network"
+    plugin_latency_s: float = 0.0  # the part of latency_s that is the network plugin's reported latency
 
 
 def _enabled(collective: str, a: str, p: str, c: Cluster, in_network: bool) -> bool:
@@ -252,7 +253,7 @@ def _enabled(collective: str, a: str, p: str, c: Cluster, in_network: bool) -> b
 def _bus_bw_GBps(collective: str, a: str, p: str, c: Cluster, g: Graph, b: Mapping | None = None) -> float:
     """NCCL's bus bandwidth for one pair (tuning.cc lines 305-374), by version band ``b`` (None: 2.30.7)."""
     t, arch, col, ppn = tuning(), c.arch, _scale(c), c.gpus_per_node
-    f = _v("protocol_factors")
+    f = {**_v("protocol_factors"), **(b.get("protocol_factors", {}) if b else {})}
     collnet = a.startswith("collnet")
     bw = g.bw_intra_GBps if (c.nodes <= 2 or collnet) else g.bw_inter_GBps
     rule = b["nvls_bandwidth"] if b else "v2_28"
@@ -323,6 +324,24 @@ def _latency_us(collective: str, a: str, p: str, c: Cluster, b: Mapping | None =
     if b is not None and b.get("nvls_tree_latency") == "linear":
         return lat0 + intra + 2 * (N - 1) * inter
     return lat0 + intra + 2 * _log2i(N) * inter  # nvls_tree
+
+
+def _network_steps(collective: str, a: str, c: Cluster, b: Mapping | None) -> float:
+    """How many times _latency_us charges the network latency for one pair (0 on one node)."""
+    N = c.nodes
+    if N == 1:
+        return 0.0
+    if a == "ring":
+        if collective in ("broadcast", "reduce"):
+            return 1.0
+        if collective != "all_reduce":
+            return N - 1
+        return 2 * N if (b is not None and b["ring_inter_steps"] == "2N") else 2 * (N - 1)
+    if a == "tree":
+        return 2 * _log2i(N)
+    if a == "nvls_tree":
+        return 2 * (N - 1) if (b is not None and b.get("nvls_tree_latency") == "linear") else 2 * _log2i(N)
+    return 1.0  # nvls, collnet
 
 
 def _p2p_option(collective: str, S: float, c: Cluster) -> Option:
@@ -410,16 +429,20 @@ def options(collective: str, size_B: float, cluster: Cluster, in_network: bool |
             algbw = bus * _algbw_ratio(collective, a, c, b) * 1e9
             lat = _latency_us(collective, a, p, c, b)
             log_size = _log2i(S / 64)
+            plateau = 1.0
             bw = algbw
             if collective == "all_reduce" and 0 <= log_size and (
-                    (a == "tree" and log_size < 23) or (a == "nvls_tree" and log_size < 24 and _cc(c) >= 10.0)):
+                    (a == "tree" and log_size < 23) or (a == "nvls_tree" and log_size < 24 and _cc(c) >= 10.0
+                                             and (b is None or b["nvls_bandwidth"] == "v2_28"))):
                 bw *= _v("tree_correction")[p][log_size]
             if a == "ring" and p == "Simple" and c.nodes > 1 and collective == "all_reduce" and \
                     S / (_exec_channels(c, g["ring"]) * n) >= _v("ring_simple_plateau")["min_bytes_per_channel_rank"]:
-                lat *= _v("ring_simple_plateau")["sm80_and_later" if _cc(c) >= 8.0 else "before_sm80"]
+                plateau = _v("ring_simple_plateau")["sm80_and_later" if _cc(c) >= 8.0 else "before_sm80"]
             limited = g[a].limited_by
             if a in ("nvls", "nvls_tree") and c.nodes > 1:
                 limited = "network" if g[a].bw_inter_GBps * (2 if c.nodes == 2 else 1) < \
                     g[a].bw_intra_GBps * _v("nvls_efficiency")[c.arch] * 2 else "intra"
-            out.append(Option(a, p, lat * 1e-6, algbw, lat * 1e-6 + S / bw, g[a].channels, limited))
+            lat *= plateau
+            plug = plugin_latency_us(c) * (2 if p == "Simple" else 1) * _network_steps(collective, a, c, b) * plateau
+            out.append(Option(a, p, lat * 1e-6, algbw, lat * 1e-6 + S / bw, g[a].channels, limited, plug * 1e-6))
     return out
