@@ -297,6 +297,64 @@ def choice_table(collective: str, cluster: Cluster | str, lo_B: int = 2**10, hi_
     return out
 
 
+# ---------------------------------------------------------- NCCL's example tuner plugin, as a CSV
+
+#: x4lib's collective names -> the names of NCCL's example tuner plugin (plugins/tuner/example/nccl_tuner.conf)
+TUNER_CSV_COLLECTIVES = MappingProxyType({"broadcast": "broadcast", "reduce": "reduce", "all_gather": "allgather",
+                                          "reduce_scatter": "reducescatter", "all_reduce": "allreduce"})
+TUNER_CSV_HEADER = ("# Format: collective_type,min_bytes,max_bytes,algorithm,protocol,channels,nNodes,nRanks,"
+                    "numPipeOps,regBuff")
+#: the largest size a row covers (size_t): no call may fall through to the plugin's default of one channel
+TUNER_CSV_MAX_BYTES = 2**64 - 1
+
+
+def launched_channels(algorithm: str, cluster: Cluster) -> int:
+    """The channels NCCL runs ``algorithm`` with at full size: comm->nChannels for ring and tree (the search's, doubled,
+    nccl_tuner._exec_channels), comm->nvlsChannels for NVLS and NVLS tree (nccl_tuning.yaml nvls_channels)."""
+    if algorithm in ("nvls", "nvls_tree"):
+        return int(nccl_tuner.tuning()["nvls_channels"]["value"].get(cluster.arch, 16))
+    return nccl_tuner._exec_channels(cluster, nccl_tuner.graphs(cluster)["ring"])
+
+
+def tuner_csv_rows(cluster: Cluster, collectives: tuple[str, ...] = tuple(TUNER_CSV_COLLECTIVES),
+                   nccl_version: str | None = None, max_log2: int = 40) -> list[dict]:
+    """The model's choice as rows of NCCL's example tuner plugin: for each collective, contiguous size ranges
+    [min_bytes, max_bytes] (inclusive, the first from 0, the last to 2^64 - 1) with the same (algorithm, protocol)
+    at the powers of two 1 B ... 2^max_log2 B, each with an explicit channel count (launched_channels: the plugin
+    otherwise sets one channel) and the cluster's nNodes and nRanks. A choice's range begins at the first power of
+    two that has it; the range before ends one byte earlier. Sources: tuner_csv_format in the lab's notes, NVIDIA/nccl
+    plugins/tuner/example (nccl_tuner.conf, plugin.c)."""
+    rows = []
+    for coll in collectives:
+        runs: list[dict] = []
+        for k in range(0, max_log2 + 1):
+            pr = predict(coll, 2**k, cluster, nccl_version=nccl_version)
+            if runs and (runs[-1]["algorithm"], runs[-1]["protocol"]) == (pr.algorithm, pr.protocol.lower()):
+                runs[-1]["max_bytes"] = 2**k
+                continue
+            if runs:
+                runs[-1]["max_bytes"] = 2**k - 1 if k else 0
+            runs.append({"collective_type": TUNER_CSV_COLLECTIVES[coll], "min_bytes": runs[-1]["max_bytes"] + 1
+                         if runs else 0, "max_bytes": 2**k, "algorithm": pr.algorithm,
+                         "protocol": pr.protocol.lower(), "channels": launched_channels(pr.algorithm, cluster),
+                         "nNodes": cluster.nodes, "nRanks": cluster.n_ranks})
+        runs[-1]["max_bytes"] = TUNER_CSV_MAX_BYTES
+        rows += runs
+    return rows
+
+
+def tuner_csv(cluster: Cluster, nccl_version: str | None = None) -> str:
+    """tuner_csv_rows as the text of an nccl_tuner.conf (a comment header, then one row per range)."""
+    fields = ("collective_type", "min_bytes", "max_bytes", "algorithm", "protocol", "channels", "nNodes", "nRanks")
+    head = [f"# NCCL tuner configuration written by x4lib collective-predict --tuner-csv (model v{MODEL_VERSION})",
+            f"# cluster {cluster.id}: {cluster.nodes} node(s) x {cluster.gpus_per_node} GPUs; NCCL "
+            f"{nccl_version or nccl_tuner.tuning()['nccl']['tag']} cost model's choice at every power of two",
+            "# Load with NCCL_TUNER_PLUGIN=<example plugin> NCCL_TUNER_CONFIG_FILE=<this file>",
+            TUNER_CSV_HEADER]
+    return "\n".join(head + [",".join(str(r[f]) for f in fields) for r in tuner_csv_rows(cluster,
+                                                                                           nccl_version=nccl_version)]) + "\n"
+
+
 # ---------------------------------------------------------- command line: python -m x4lib collective-predict
 
 def cli_arguments(p) -> None:
@@ -336,6 +394,10 @@ def cli_arguments(p) -> None:
                    help="fraction of the intra-node line rate NCCL's graph uses (default: NCCL's own)")
     c.add_argument("--nic-efficiency", type=cli.number("efficiency", 0, 1, low_open=True),
                    help="fraction of the NIC line rate (default: NCCL's own graph speed)")
+    p.add_argument("--nccl-version", help="price with that NCCL's tuner tables, e.g. 2.26.2 (default 2.30.7; "
+                   "bands in x4lib/data/nccl_tuning.yaml version_bands)")
+    p.add_argument("--tuner-csv", metavar="FILE", help="also write the model's choice for every tuned collective and "
+                   "every size as NCCL's example tuner-plugin CSV (nccl_tuner.conf format) to FILE")
     p.add_argument("--json", action="store_true", help="machine-readable output "
                    "(x4lib/schemas/collective_predict_output.schema.json)")
 
@@ -395,12 +457,13 @@ def cluster_from_args(args) -> Cluster:
 
 
 def predict_table(collective: str, sizes_B: list[int], cluster: Cluster, in_network: bool | None = None,
-                  algorithm: str | None = None, protocol: str | None = None) -> dict:
+                  algorithm: str | None = None, protocol: str | None = None, nccl_version: str | None = None) -> dict:
     """The CLI's JSON document (display units: µs, GB/s = 1e9 B/s); see collective_predict_output.schema.json."""
     from x4lib.network import sizes
     rows = []
     for size in sizes_B:
-        pr = predict(collective, size, cluster, in_network=in_network, algorithm=algorithm, protocol=protocol)
+        pr = predict(collective, size, cluster, in_network=in_network, algorithm=algorithm, protocol=protocol,
+                     nccl_version=nccl_version)
         rows.append({"size_bytes": int(size), "size_label": sizes.format_size(int(size)),
                      "time_us": pr.time_s * 1e6, "algbw_gb_s": pr.algbw_Bps / 1e9, "busbw_gb_s": pr.busbw_Bps / 1e9,
                      "algorithm": pr.algorithm, "protocol": pr.protocol, "channels": pr.channels,
@@ -408,7 +471,9 @@ def predict_table(collective: str, sizes_B: list[int], cluster: Cluster, in_netw
                      "alternatives_us": {k: v * 1e6 for k, v in pr.alternatives.items()}})
     return {"collective": collective, "cluster": cluster.id, "n_ranks": cluster.n_ranks,
             "model_version": MODEL_VERSION, "algorithm_requested": algorithm or "auto",
-            "protocol_requested": protocol or "auto", "rows": rows, "assumptions": cluster_summary(cluster)}
+            "protocol_requested": protocol or "auto",
+            "nccl_version_priced": nccl_version or nccl_tuner.tuning()["nccl"]["tag"],
+            "rows": rows, "assumptions": cluster_summary(cluster)}
 
 
 def _text(doc: dict, cluster: Cluster) -> str:
@@ -449,8 +514,18 @@ def cli_main(args) -> int:
     in_network = False if args.no_nvls else None
     if args.no_nvls:
         cluster = clusters.with_in_network(cluster, nvls=False)
+    if args.nccl_version is not None:
+        nccl_tuner.parse_version(args.nccl_version)  # ValueError (exit 2) names it
     doc = predict_table(args.collective, args.sizes, cluster, in_network=in_network, algorithm=args.algorithm,
-                        protocol=None if args.protocol == "auto" else args.protocol)
+                        protocol=None if args.protocol == "auto" else args.protocol, nccl_version=args.nccl_version)
+    if args.tuner_csv:
+        text = tuner_csv(cluster, nccl_version=args.nccl_version)
+        try:
+            with open(args.tuner_csv, "w", encoding="utf-8") as fh:
+                fh.write(text)
+        except OSError as exc:
+            raise cli.UsageError(f"cannot write --tuner-csv {args.tuner_csv}: {exc.strerror}") from None
+        doc["tuner_csv"] = {"path": str(args.tuner_csv), "rows": text.count("\n") - 4}
     cli.emit(doc, _text(doc, cluster), as_json=args.json)
     return 0
 
