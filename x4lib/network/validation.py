@@ -267,3 +267,82 @@ def calibration_rows(calib: Calibration | None = None) -> list[dict]:
 
 def _finite(x) -> bool:
     return x is not None and math.isfinite(x)
+
+
+# ------------------------------------------------------------------------------------ NCCL's own numbers
+
+#: NCCL's algorithm and protocol ids in its per-call TUNING lines (src/include/device.h / nccl_tuner.h)
+_ALGO_IDS = ("tree", "ring", "collnet_direct", "collnet_chain", "nvls", "nvls_tree", "pat")
+_PROTO_IDS = ("LL", "LL128", "Simple")
+#: the stored TUNING outputs compared with the model: file -> (cluster as the thread describes it, NCCL version
+#: inferred from the output's format and constants, what is comparable)
+TUNING_FILES = {
+    "nccl-1453_h100-3node-ib_percall-time.txt": (
+        {"nodes": 3, "gpus_per_node": 8, "nics_per_node": 8, "nic_gbit_s": 400}, "2.22.3",
+        "latency comparable (same nodes and GPUs); bandwidth not: the NICs are not stated in the excerpt "
+        "(8 × 400 Gb/s assumed) and the thread's cluster misbehaved"),
+    "nccl-1519_h100-2node_tuning-table_partial.txt": (
+        {"nodes": 2, "gpus_per_node": 8, "nics_per_node": 8, "nic_gbit_s": 400}, "2.22.3",
+        "latency comparable; bandwidth not: the thread's system used one NIC (its problem)"),
+}
+
+
+def _tuning_path(name: str):
+    from x4lib import paths
+    return paths.REPO_ROOT / "tests" / "data" / "nccl_tuning" / name
+
+
+def parse_tuning(text: str) -> dict:
+    """NCCL's TUNING output: per-call lines ("N Bytes -> Algo a proto p time t", 2.21-2.23 numeric form) and the
+    table's AllReduce... rows ("Name | lat/ bw | ...", first block Tree, Ring, CollNetDirect). Returns {"calls":
+    [{size_B, algorithm, protocol, time_us}], "table": {(collective, algorithm, protocol): (latency_us, algbw)}}."""
+    import re
+    calls, seen, table = [], set(), {}
+    for m in re.finditer(r"(\d+) Bytes -> Algo (\d+) proto (\d+) time ([0-9.]+)", text):
+        key = (int(m[1]), int(m[2]), int(m[3]))
+        if key not in seen:
+            seen.add(key)
+            calls.append({"size_B": key[0], "algorithm": _ALGO_IDS[key[1]], "protocol": _PROTO_IDS[key[2]],
+                          "time_us": float(m[4])})
+    for line in text.splitlines():
+        m = re.search(r"INFO\s+(Broadcast|Reduce|AllGather|ReduceScatter|AllReduce)\s*\|(.*)", line)
+        if not m:
+            continue
+        cells = re.findall(r"([0-9.]+)/\s*([0-9.]+)", m[2])
+        for i, (lat, bw) in enumerate(cells):
+            table[(m[1], _ALGO_IDS[i // 3], _PROTO_IDS[i % 3])] = (float(lat), float(bw))
+    return {"calls": calls, "table": table}
+
+
+def tuning_rows() -> list[dict]:
+    """NCCL's own predicted numbers beside the model's, priced with the same NCCL version on the same nodes and
+    GPUs: per call (size, NCCL's pick and time, the model's time for that pair and its pick) and, from a TUNING
+    table, each AllReduce latency. Display units (µs). ``comparable`` says what the topology allows."""
+    from x4lib.network import clusters
+    out = []
+    for name, (cl, version, comparable) in TUNING_FILES.items():
+        parsed = parse_tuning(_tuning_path(name).read_text(encoding="utf-8"))
+        c = clusters.custom_cluster(cl["nodes"], cl["gpus_per_node"], 450e9, cl["nics_per_node"],
+                                    cl["nic_gbit_s"] * 1e9 / 8, nvls=True, cluster_id=name)
+        for call in parsed["calls"]:
+            opts = {f"{o.algorithm}/{o.protocol}": o for o in coll.options("all_reduce", call["size_B"], c,
+                                                                           nccl_version=version)}
+            pair = f"{call['algorithm']}/{call['protocol']}"
+            mine = opts.get(pair)
+            best = min(opts.values(), key=lambda o: o.time_s)
+            out.append({"source": name, "NCCL version priced": version, "what": "per-call time",
+                        "size (B)": call["size_B"], "NCCL's pick": pair, "NCCL (µs)": call["time_us"],
+                        "model, same pair (µs)": mine.time_s * 1e6 if mine else None,
+                        "model's latency (µs)": mine.latency_s * 1e6 if mine else None,
+                        "model's pick": f"{best.algorithm}/{best.protocol}", "comparable": comparable})
+        for (fn, a, p), (lat, bw) in sorted(parsed["table"].items()):
+            if fn != "AllReduce" or bw == 0 and lat == 0:
+                continue
+            mine = {f"{o.algorithm}/{o.protocol}": o for o in coll.options("all_reduce", 1, c,
+                                                                           nccl_version=version)}.get(f"{a}/{p}")
+            out.append({"source": name, "NCCL version priced": version, "what": "table latency",
+                        "size (B)": None, "NCCL's pick": f"{a}/{p}", "NCCL (µs)": lat,
+                        "model, same pair (µs)": mine.latency_s * 1e6 if mine else None,
+                        "model's latency (µs)": mine.latency_s * 1e6 if mine else None,
+                        "model's pick": None, "comparable": comparable})
+    return out
