@@ -180,3 +180,12 @@ def test_the_tuner_csv_agrees_with_predict():
     for r in co.tuner_csv_rows(c, ("all_reduce",)):
         p = co.predict("all_reduce", max(1, r["min_bytes"]), c)
         assert (p.algorithm, p.protocol.lower()) == (r["algorithm"], r["protocol"])
+
+
+@pytest.mark.parametrize("suffix", ["x16_2node_all_reduce_nccltests309-gjaion.log",
+                                    "x16_2node_all_reduce_nccltests309-qoofyk.log",
+                                    "x64_8node_all_reduce_nccltests309-gjaion.log"])
+def test_the_128_mib_and_1_gib_rows_of_the_default_logs_are_within_15_percent(suffix):
+    rows = {r["size (B)"]: r for r in v.row_scores() if r["file"].endswith(suffix)}
+    for size in (2**27, 2**30):
+        assert abs(rows[size]["model / measured"] - 1) <= 0.15, (suffix, size, rows[size])

@@ -479,7 +479,7 @@ def predict_table(collective: str, sizes_B: list[int], cluster: Cluster, in_netw
 def _text(doc: dict, cluster: Cluster) -> str:
     a = doc["assumptions"]
     lines = [f"{doc['collective']} on {doc['cluster']}: {a['nodes']} node(s) x {a['gpus_per_node']} GPUs "
-             f"= {doc['n_ranks']} ranks; NCCL {a['nccl_version']} cost model, t = α + S / algbw per algorithm and "
+             f"= {doc['n_ranks']} ranks; NCCL {doc['nccl_version_priced']} cost model, t = α + S / algbw per algorithm and "
              f"protocol (x4lib model v{doc['model_version']})",
              f"  intra-node: {a['intra_link']}, {a['intra_bw_gb_s_per_direction_per_gpu']:g} GB/s per GPU per "
              f"direction; NCCL sees {a['intra_nccl_gb_s_per_direction_per_gpu']:.1f} GB/s ({a['arch']})"]
@@ -526,7 +526,9 @@ def cli_main(args) -> int:
         except OSError as exc:
             raise cli.UsageError(f"cannot write --tuner-csv {args.tuner_csv}: {exc.strerror}") from None
         doc["tuner_csv"] = {"path": str(args.tuner_csv), "rows": text.count("\n") - 4}
-    cli.emit(doc, _text(doc, cluster), as_json=args.json)
+    text = _text(doc, cluster) + (f"\nwrote {doc['tuner_csv']['rows']} tuner-plugin rows to {args.tuner_csv}"
+                                   if args.tuner_csv else "")
+    cli.emit(doc, text, as_json=args.json)
     return 0
 
 
