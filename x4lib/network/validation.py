@@ -16,7 +16,6 @@ Used in: book/lab-01-collectives.md.
 from __future__ import annotations
 
 import functools
-import math
 import statistics
 from types import MappingProxyType
 
@@ -250,8 +249,7 @@ def cluster_rows(calib: Calibration | None = None) -> list[dict]:
 def target_summary(rows: list[dict] | None = None) -> dict:
     """Held-out rows only: which (fabric, size class) targets are met and which are missed."""
     rows = validation_rows() if rows is None else rows
-    held = [r for r in rows if r["split"] == "held out" and r["status"] in ("met",) or
-            (r["split"] == "held out" and r["status"].startswith("missed"))]
+    held = [r for r in rows if r["split"] == "held out" and (r["status"] == "met" or r["status"].startswith("missed"))]
     return {"met": [f"{r['fabric']}, {r['size class']}" for r in held if r["status"] == "met"],
             "missed": [f"{r['fabric']}, {r['size class']} ({r['status'].removeprefix('missed: ')})" for r in held
                        if r["status"].startswith("missed")],
@@ -264,9 +262,6 @@ def calibration_rows(calib: Calibration | None = None) -> list[dict]:
     return [{"algorithm/protocol@scale": k, "extra fixed cost (µs)": calib.extra_latency_s[k] * 1e6,
              "bandwidth efficiency": calib.efficiency[k]} for k in sorted(calib.extra_latency_s)]
 
-
-def _finite(x) -> bool:
-    return x is not None and math.isfinite(x)
 
 
 # ------------------------------------------------------------------------------------ NCCL's own numbers
