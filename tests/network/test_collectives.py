@@ -246,6 +246,25 @@ def test_cli_json_matches_its_schema():
     assert data["assumptions"]["nccl_version"] == "v2.30.7-1"
 
 
+def test_cli_tuner_csv_writes_the_plugin_file(tmp_path):
+    out = tmp_path / "nccl_tuner.conf"
+    r = run_cli("collective-predict", "--cluster", "2x8-h100-ib400", "--sizes", "1M", "--nccl-version", "2.26.2",
+                "--tuner-csv", str(out), "--json")
+    assert r.returncode == 0, r.stderr
+    data = json.loads(r.stdout)
+    jsonschema.validate(data, load_schema("collective_predict_output.schema.json"))
+    assert data["nccl_version_priced"] == "2.26.2" and data["tuner_csv"]["path"] == str(out)
+    rows = [l for l in out.read_text().splitlines() if l and not l.startswith("#")]
+    assert len(rows) == data["tuner_csv"]["rows"]
+    assert rows[-1].startswith("allreduce,") and rows[-1].split(",")[2] == str(2**64 - 1)
+
+
+@pytest.mark.parametrize("flags", [["--nccl-version", "newest"], ["--tuner-csv", "/no/such/dir/x.conf"]])
+def test_cli_bad_version_or_path_is_one_line_exit_2(flags):
+    r = run_cli("collective-predict", "--cluster", "2x8-h100-ib400", *flags)
+    assert r.returncode == 2 and "Traceback" not in r.stderr and r.stderr.strip().splitlines()[-1].count("error") == 1
+
+
 @pytest.mark.parametrize("flags,algorithm,protocol", [
     ([], "nvls_tree", "Simple"), (["--algorithm", "ring"], "ring", "Simple"),
     (["--algorithm", "tree", "--protocol", "LL128"], "tree", "LL128"), (["--algorithm", "nvls"], "nvls_tree", "Simple"),

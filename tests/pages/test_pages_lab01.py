@@ -197,3 +197,21 @@ def test_describe_sweep():
     assert page.describe_sweep([2**20]) == "1 MiB"
     assert page.describe_sweep(sizes.nccl_tests_sizes("8", "8G", "2")) == "8 B to 8 GiB, ×2, 31 sizes"
     assert page.describe_sweep(sizes.nccl_tests_sizes("1M", "3M")) == "1 MiB to 3 MiB in steps of 1 MiB, 3 sizes"
+
+
+def test_the_fabric_section_names_every_held_out_miss_and_the_unmodelled():
+    from x4lib.network import validation
+    rows = validation.validation_rows()
+    text = page.fabric_targets_markdown(rows)
+    for r in rows:
+        if r["split"] == "held out" and r["status"].startswith("missed"):
+            assert f"{r['fabric']}, {r['size class']}: {r['worst log']}" in text
+    assert "RCCL (MI300X)" in text and "GPUDirect-TCPXO" in text
+    t = page.fabric_validation_table(rows)
+    assert len(t) == len([r for r in rows if r["split"] != "flagged"])
+    assert "not modelled" in t.to_text()
+
+
+def test_the_tuner_csv_shown_on_the_page_is_the_commands():
+    from x4lib.network import clusters, collectives
+    assert page.tuner_csv_head() == collectives.tuner_csv(clusters.get("2x8-h100-ib400"))

@@ -165,16 +165,70 @@ def _protocol(protocol: str | None) -> str | None:
     return named
 
 
+@dataclasses.dataclass(frozen=True)
+class Calibration:
+    """What NCCL's estimate misses, fitted on measured logs (x4lib.network.validation.fit): per "algorithm/protocol",
+    an extra fixed cost [s] added to NCCL's latency and the fraction of NCCL's bandwidth the kernels reach, keyed
+    "algorithm/protocol@scale" with NCCL's own scale columns (calibration_key: one node, two nodes, more), and
+    "algorithm/protocol" fitted over every scale for the scales without their own fit. A pair without any fit keeps
+    NCCL's own price (0 s, 1.0). ``fitted_on`` names the logs."""
+    extra_latency_s: Mapping[str, float]
+    efficiency: Mapping[str, float]
+    fitted_on: tuple[str, ...] = ()
+
+
+def calibration_key(option: Option, cluster: Cluster) -> str:
+    """"algorithm/protocol@N1|N2|N4": NCCL's scale columns (one node, two nodes, more than two)."""
+    return f"{option.algorithm}/{option.protocol}@{'N1' if cluster.nodes == 1 else 'N2' if cluster.nodes == 2 else 'N4'}"
+
+
+def _calibrated_key(calibration: Calibration, option: Option, cluster: Cluster) -> str:
+    """The scale's own fit when there is one, else the pair's fit over every scale ("algorithm/protocol")."""
+    key = calibration_key(option, cluster)
+    return key if key in calibration.extra_latency_s else key.split("@")[0]
+
+
+#: the NCCL version whose NVLS-tree bandwidth rule a run achieves: 2.30's on two nodes (its x2 for the two-node tree,
+#: where each byte crosses the network once), 2.19-2.27's on more (bwInter / 2: an interior tree node sends and
+#: receives twice, which 2.30's per-channel cap of 45.5 GB/s on Hopper does not reach); see achieved_time_s
+ACHIEVED_NVLS_TREE_RULE = {"two_nodes": None, "more_nodes": "2.26.2"}
+
+
+def achieved_time_s(option: Option, size_B: float, cluster: Cluster, calibration: Calibration | None,
+                    collective: str = "all_reduce") -> float:
+    """The time a run of ``option`` takes: NCCL's latency (with the network plugin's reported latency, as NCCL prices
+    it: on AWS EFA that models the 1 MiB rows better than leaving it out) plus the calibration's extra cost, and
+    NCCL's bandwidth term at the channels the launch keeps (nccl_tuner.launch_channels) over the calibration's
+    efficiency. NVLS tree's bandwidth term is that of the rule in ACHIEVED_NVLS_TREE_RULE, whatever version chose
+    it (the stored 2-, 4- and 8-node H100 logs: nccl_tuning.yaml version_bands). Without a calibration: NCCL's own
+    estimate (option.time_s)."""
+    if calibration is None or option.algorithm in ("local", "p2p"):
+        return option.time_s
+    key = _calibrated_key(calibration, option, cluster)
+    bw_term = option.time_s - option.latency_s
+    if option.algorithm == "nvls_tree":
+        rule = ACHIEVED_NVLS_TREE_RULE["two_nodes" if cluster.nodes <= 2 else "more_nodes"]
+        same = [o for o in options(collective, size_B, cluster, nccl_version=rule)
+                if (o.algorithm, o.protocol) == (option.algorithm, option.protocol)]
+        bw_term = same[0].time_s - same[0].latency_s if same else bw_term
+    nc = nccl_tuner.launch_channels(option.algorithm, option.protocol, size_B, option.channels, cluster.n_ranks)
+    bw_term *= option.channels / max(1, nc)
+    return option.latency_s + calibration.extra_latency_s.get(key, 0.0) + bw_term / calibration.efficiency.get(key, 1.0)
+
+
 def predict(collective: str, size_B: float, cluster: Cluster | str, in_network: bool | None = None,
-            algorithm: str | None = None, protocol: str | None = None) -> Prediction:
+            algorithm: str | None = None, protocol: str | None = None, nccl_version: str | None = None,
+            calibration: Calibration | None = None) -> Prediction:
     """The (algorithm, protocol) NCCL's tuner would pick for ``collective`` of nccl-tests size ``size_B`` [B] on
     ``cluster`` (a preset id or a :class:`Cluster`), and its time [s]: the fastest of :func:`options`, the lower
     algorithm then protocol index winning a tie (enqueue.cc, topoGetAlgoInfo). ``algorithm`` and ``protocol``
     restrict the choice as NCCL_ALGO and NCCL_PROTO do (``"nvls"`` = NVLS or NVLS tree, ``"collnet"`` = either
-    CollNet algorithm); ValueError when nothing is left. Sources: nccl-v2-30-7, nccl-tests-performance.
-    Used in: book/lab-01-collectives.md"""
+    CollNet algorithm); ValueError when nothing is left. ``nccl_version`` prices with that NCCL's tables (None:
+    2.30.7); NCCL's choice is always by its own estimate, while ``calibration`` (fitted on logs) turns the chosen
+    pair's estimate into the time a run takes (achieved_time_s; None: NCCL's estimate is the prediction).
+    Sources: nccl-v2-30-7, nccl-tests-performance. Used in: book/lab-01-collectives.md"""
     c = clusters.get(cluster) if isinstance(cluster, str) else cluster
-    opts = options(collective, size_B, c, in_network=in_network)
+    opts = options(collective, size_B, c, in_network=in_network, nccl_version=nccl_version)
     algos, proto = _select(algorithm), _protocol(protocol)
     chosen = [o for o in opts if (algos is None or o.algorithm in algos or o.algorithm == "local")
               and (proto is None or o.protocol == proto or o.algorithm in ("local", "p2p"))]
@@ -183,10 +237,13 @@ def predict(collective: str, size_B: float, cluster: Cluster | str, in_network: 
         raise ValueError(f"{algorithm or 'auto'}/{protocol or 'auto'} is not available for {collective} on {c.id}; "
                          f"available: {', '.join(avail)}")
     best = min(chosen, key=lambda o: o.time_s)  # min() keeps the first of equals: NCCL's index order
-    return Prediction(collective=collective, size_B=int(size_B), n_ranks=c.n_ranks, time_s=best.time_s,
-                      latency_s=best.latency_s, algorithm=best.algorithm, protocol=best.protocol,
+    time_s = achieved_time_s(best, size_B, c, calibration, collective)
+    latency_s = best.latency_s + (calibration.extra_latency_s.get(_calibrated_key(calibration, best, c), 0.0)
+                                  if calibration else 0.0)
+    return Prediction(collective=collective, size_B=int(size_B), n_ranks=c.n_ranks, time_s=time_s,
+                      latency_s=latency_s, algorithm=best.algorithm, protocol=best.protocol,
                       bottleneck=_link_label(c, best),
-                      bound="latency" if best.latency_s > best.time_s / 2 else "bandwidth",
+                      bound="latency" if latency_s > time_s / 2 else "bandwidth",
                       in_network=best.algorithm in ("nvls", "nvls_tree", "collnet_direct", "collnet_chain"),
                       channels=best.channels,
                       alternatives=MappingProxyType({f"{o.algorithm}/{o.protocol}": o.time_s for o in opts}))
@@ -240,6 +297,64 @@ def choice_table(collective: str, cluster: Cluster | str, lo_B: int = 2**10, hi_
     return out
 
 
+# ---------------------------------------------------------- NCCL's example tuner plugin, as a CSV
+
+#: x4lib's collective names -> the names of NCCL's example tuner plugin (plugins/tuner/example/nccl_tuner.conf)
+TUNER_CSV_COLLECTIVES = MappingProxyType({"broadcast": "broadcast", "reduce": "reduce", "all_gather": "allgather",
+                                          "reduce_scatter": "reducescatter", "all_reduce": "allreduce"})
+TUNER_CSV_HEADER = ("# Format: collective_type,min_bytes,max_bytes,algorithm,protocol,channels,nNodes,nRanks,"
+                    "numPipeOps,regBuff")
+#: the largest size a row covers (size_t): no call may fall through to the plugin's default of one channel
+TUNER_CSV_MAX_BYTES = 2**64 - 1
+
+
+def launched_channels(algorithm: str, cluster: Cluster) -> int:
+    """The channels NCCL runs ``algorithm`` with at full size: comm->nChannels for ring and tree (the search's, doubled,
+    nccl_tuner._exec_channels), comm->nvlsChannels for NVLS and NVLS tree (nccl_tuning.yaml nvls_channels)."""
+    if algorithm in ("nvls", "nvls_tree"):
+        return int(nccl_tuner.tuning()["nvls_channels"]["value"].get(cluster.arch, 16))
+    return nccl_tuner._exec_channels(cluster, nccl_tuner.graphs(cluster)["ring"])
+
+
+def tuner_csv_rows(cluster: Cluster, collectives: tuple[str, ...] = tuple(TUNER_CSV_COLLECTIVES),
+                   nccl_version: str | None = None, max_log2: int = 40) -> list[dict]:
+    """The model's choice as rows of NCCL's example tuner plugin: for each collective, contiguous size ranges
+    [min_bytes, max_bytes] (inclusive, the first from 0, the last to 2^64 - 1) with the same (algorithm, protocol)
+    at the powers of two 1 B ... 2^max_log2 B, each with an explicit channel count (launched_channels: the plugin
+    otherwise sets one channel) and the cluster's nNodes and nRanks. A choice's range begins at the first power of
+    two that has it; the range before ends one byte earlier. Sources: tuner_csv_format in the lab's notes, NVIDIA/nccl
+    plugins/tuner/example (nccl_tuner.conf, plugin.c)."""
+    rows = []
+    for coll in collectives:
+        runs: list[dict] = []
+        for k in range(0, max_log2 + 1):
+            pr = predict(coll, 2**k, cluster, nccl_version=nccl_version)
+            if runs and (runs[-1]["algorithm"], runs[-1]["protocol"]) == (pr.algorithm, pr.protocol.lower()):
+                runs[-1]["max_bytes"] = 2**k
+                continue
+            if runs:
+                runs[-1]["max_bytes"] = 2**k - 1 if k else 0
+            runs.append({"collective_type": TUNER_CSV_COLLECTIVES[coll], "min_bytes": runs[-1]["max_bytes"] + 1
+                         if runs else 0, "max_bytes": 2**k, "algorithm": pr.algorithm,
+                         "protocol": pr.protocol.lower(), "channels": launched_channels(pr.algorithm, cluster),
+                         "nNodes": cluster.nodes, "nRanks": cluster.n_ranks})
+        runs[-1]["max_bytes"] = TUNER_CSV_MAX_BYTES
+        rows += runs
+    return rows
+
+
+def tuner_csv(cluster: Cluster, nccl_version: str | None = None) -> str:
+    """tuner_csv_rows as the text of an nccl_tuner.conf (a comment header, then one row per range)."""
+    fields = ("collective_type", "min_bytes", "max_bytes", "algorithm", "protocol", "channels", "nNodes", "nRanks")
+    head = [f"# NCCL tuner configuration written by x4lib collective-predict --tuner-csv (model v{MODEL_VERSION})",
+            f"# cluster {cluster.id}: {cluster.nodes} node(s) x {cluster.gpus_per_node} GPUs; NCCL "
+            f"{nccl_version or nccl_tuner.tuning()['nccl']['tag']} cost model's choice at every power of two",
+            "# Load with NCCL_TUNER_PLUGIN=<example plugin> NCCL_TUNER_CONFIG_FILE=<this file>",
+            TUNER_CSV_HEADER]
+    return "\n".join(head + [",".join(str(r[f]) for f in fields) for r in tuner_csv_rows(cluster,
+                                                                                           nccl_version=nccl_version)]) + "\n"
+
+
 # ---------------------------------------------------------- command line: python -m x4lib collective-predict
 
 def cli_arguments(p) -> None:
@@ -279,6 +394,10 @@ def cli_arguments(p) -> None:
                    help="fraction of the intra-node line rate NCCL's graph uses (default: NCCL's own)")
     c.add_argument("--nic-efficiency", type=cli.number("efficiency", 0, 1, low_open=True),
                    help="fraction of the NIC line rate (default: NCCL's own graph speed)")
+    p.add_argument("--nccl-version", help="price with that NCCL's tuner tables, e.g. 2.26.2 (default 2.30.7; "
+                   "bands in x4lib/data/nccl_tuning.yaml version_bands)")
+    p.add_argument("--tuner-csv", metavar="FILE", help="also write the model's choice for every tuned collective and "
+                   "every size as NCCL's example tuner-plugin CSV (nccl_tuner.conf format) to FILE")
     p.add_argument("--json", action="store_true", help="machine-readable output "
                    "(x4lib/schemas/collective_predict_output.schema.json)")
 
@@ -338,12 +457,13 @@ def cluster_from_args(args) -> Cluster:
 
 
 def predict_table(collective: str, sizes_B: list[int], cluster: Cluster, in_network: bool | None = None,
-                  algorithm: str | None = None, protocol: str | None = None) -> dict:
+                  algorithm: str | None = None, protocol: str | None = None, nccl_version: str | None = None) -> dict:
     """The CLI's JSON document (display units: µs, GB/s = 1e9 B/s); see collective_predict_output.schema.json."""
     from x4lib.network import sizes
     rows = []
     for size in sizes_B:
-        pr = predict(collective, size, cluster, in_network=in_network, algorithm=algorithm, protocol=protocol)
+        pr = predict(collective, size, cluster, in_network=in_network, algorithm=algorithm, protocol=protocol,
+                     nccl_version=nccl_version)
         rows.append({"size_bytes": int(size), "size_label": sizes.format_size(int(size)),
                      "time_us": pr.time_s * 1e6, "algbw_gb_s": pr.algbw_Bps / 1e9, "busbw_gb_s": pr.busbw_Bps / 1e9,
                      "algorithm": pr.algorithm, "protocol": pr.protocol, "channels": pr.channels,
@@ -351,13 +471,15 @@ def predict_table(collective: str, sizes_B: list[int], cluster: Cluster, in_netw
                      "alternatives_us": {k: v * 1e6 for k, v in pr.alternatives.items()}})
     return {"collective": collective, "cluster": cluster.id, "n_ranks": cluster.n_ranks,
             "model_version": MODEL_VERSION, "algorithm_requested": algorithm or "auto",
-            "protocol_requested": protocol or "auto", "rows": rows, "assumptions": cluster_summary(cluster)}
+            "protocol_requested": protocol or "auto",
+            "nccl_version_priced": nccl_version or nccl_tuner.tuning()["nccl"]["tag"],
+            "rows": rows, "assumptions": cluster_summary(cluster)}
 
 
 def _text(doc: dict, cluster: Cluster) -> str:
     a = doc["assumptions"]
     lines = [f"{doc['collective']} on {doc['cluster']}: {a['nodes']} node(s) x {a['gpus_per_node']} GPUs "
-             f"= {doc['n_ranks']} ranks; NCCL {a['nccl_version']} cost model, t = α + S / algbw per algorithm and "
+             f"= {doc['n_ranks']} ranks; NCCL {doc['nccl_version_priced']} cost model, t = α + S / algbw per algorithm and "
              f"protocol (x4lib model v{doc['model_version']})",
              f"  intra-node: {a['intra_link']}, {a['intra_bw_gb_s_per_direction_per_gpu']:g} GB/s per GPU per "
              f"direction; NCCL sees {a['intra_nccl_gb_s_per_direction_per_gpu']:.1f} GB/s ({a['arch']})"]
@@ -392,9 +514,21 @@ def cli_main(args) -> int:
     in_network = False if args.no_nvls else None
     if args.no_nvls:
         cluster = clusters.with_in_network(cluster, nvls=False)
+    if args.nccl_version is not None:
+        nccl_tuner.parse_version(args.nccl_version)  # ValueError (exit 2) names it
     doc = predict_table(args.collective, args.sizes, cluster, in_network=in_network, algorithm=args.algorithm,
-                        protocol=None if args.protocol == "auto" else args.protocol)
-    cli.emit(doc, _text(doc, cluster), as_json=args.json)
+                        protocol=None if args.protocol == "auto" else args.protocol, nccl_version=args.nccl_version)
+    if args.tuner_csv:
+        text = tuner_csv(cluster, nccl_version=args.nccl_version)
+        try:
+            with open(args.tuner_csv, "w", encoding="utf-8") as fh:
+                fh.write(text)
+        except OSError as exc:
+            raise cli.UsageError(f"cannot write --tuner-csv {args.tuner_csv}: {exc.strerror}") from None
+        doc["tuner_csv"] = {"path": str(args.tuner_csv), "rows": text.count("\n") - 4}
+    text = _text(doc, cluster) + (f"\nwrote {doc['tuner_csv']['rows']} tuner-plugin rows to {args.tuner_csv}"
+                                   if args.tuner_csv else "")
+    cli.emit(doc, text, as_json=args.json)
     return 0
 
 

@@ -51,6 +51,48 @@ def _v(key: str):
     return tuning()[key]["value"]
 
 
+def parse_version(version: str | None) -> tuple[int, int, int] | None:
+    """"2.26.2" (or "v2.26.2-1", "NCCL 2.21.5") -> (2, 26, 2); None -> None (the latest modelled, 2.30.7).
+    ValueError for anything else."""
+    if version is None:
+        return None
+    import re
+    m = re.search(r"(\d+)\.(\d+)(?:\.(\d+))?", str(version))
+    if not m:
+        raise ValueError(f"not an NCCL version: {version!r} (use e.g. 2.26.2)")
+    return int(m[1]), int(m[2]), int(m[3] or 0)
+
+
+def band(version: str | None) -> Mapping | None:
+    """The nccl_tuning.yaml ``version_bands`` entry that models NCCL ``version`` (the first whose ``until`` is at or
+    above it); None for 2.28.9 and later (and for None): the 2.30.7 tables. Versions before 2.18 get the 2.18 band
+    (NVLS did not run across nodes before 2.18, so only ring and tree matter there)."""
+    v = parse_version(version)
+    if v is None:
+        return None
+    for b in _v("version_bands"):
+        if v <= tuple(b["until"]):
+            return b
+    return None
+
+
+def _table(key: str, b: Mapping | None) -> dict:
+    """base_latency_us or hw_latency_us with a band's overrides applied."""
+    base = tuning()[key]["value"]
+    if b is None or key not in b:
+        return base
+    if key == "base_latency_us":
+        return {**base, **b[key]}
+    return {link: {**rows, **b[key].get(link, {})} for link, rows in base.items()}
+
+
+def plugin_latency_us(c: Cluster) -> float:
+    """latencyInter of NCCL's graph: what the cluster's network plugin reports (0 on IB/RoCE, 75 us on AWS EFA)."""
+    if c.nic is None or c.nodes == 1:
+        return 0.0
+    return float(_v("net_plugin_latency_us").get(c.nic.network, 0.0))
+
+
 def _log2i(x: float) -> int:
     """NCCL's log2i: floor(log2(x)), -1 for 0."""
     return int(x).bit_length() - 1 if x >= 1 else -1
@@ -184,6 +226,7 @@ class Option:
     time_s: float
     channels: int
     bottleneck: str  # "intra" or "network"
+    plugin_latency_s: float = 0.0  # the part of latency_s that is the network plugin's reported latency
 
 
 def _enabled(collective: str, a: str, p: str, c: Cluster, in_network: bool) -> bool:
@@ -207,13 +250,16 @@ def _enabled(collective: str, a: str, p: str, c: Cluster, in_network: bool) -> b
     return True
 
 
-def _bus_bw_GBps(collective: str, a: str, p: str, c: Cluster, g: Graph) -> float:
-    """NCCL's bus bandwidth for one pair (tuning.cc lines 305-374)."""
+def _bus_bw_GBps(collective: str, a: str, p: str, c: Cluster, g: Graph, b: Mapping | None = None) -> float:
+    """NCCL's bus bandwidth for one pair (tuning.cc lines 305-374), by version band ``b`` (None: 2.30.7)."""
     t, arch, col, ppn = tuning(), c.arch, _scale(c), c.gpus_per_node
-    f = _v("protocol_factors")
+    f = {**_v("protocol_factors"), **(b.get("protocol_factors", {}) if b else {})}
     collnet = a.startswith("collnet")
     bw = g.bw_intra_GBps if (c.nodes <= 2 or collnet) else g.bw_inter_GBps
-    if a in ("nvls", "nvls_tree"):
+    rule = b["nvls_bandwidth"] if b else "v2_28"
+    if a in ("nvls", "nvls_tree") and rule == "v2_19":
+        bw = min(g.bw_intra_GBps, g.bw_inter_GBps if (a == "nvls" or c.nodes <= 2) else g.bw_inter_GBps / 2)
+    elif a in ("nvls", "nvls_tree") and rule == "v2_28":
         intra = g.bw_intra_GBps * _v("nvls_efficiency")[arch] * (g.channels - 1) / g.channels
         intra *= 2.0 if collective == "all_reduce" else (ppn - 1) / ppn
         inter = g.bw_inter_GBps * (2 if (c.nodes <= 2 and a == "nvls_tree") else 1)
@@ -247,22 +293,25 @@ def _nsteps(collective: str, n: int) -> int:
         else n
 
 
-def _latency_us(collective: str, a: str, p: str, c: Cluster) -> float:
-    """NCCL's latency for one pair (tuning.cc lines 384-435; latencyInter of the graph taken as 0)."""
+def _latency_us(collective: str, a: str, p: str, c: Cluster, b: Mapping | None = None) -> float:
+    """NCCL's latency for one pair (tuning.cc lines 384-435), by version band ``b`` (None: 2.30.7); the graph's
+    latencyInter is the network plugin's (plugin_latency_us), added to every network step, twice for Simple."""
     pi = PROTOCOLS.index(p)
-    hw = _v("hw_latency_us")
+    hw = _table("hw_latency_us", b)
     intra_hw = "nvlink" if c.intra.kind == "nvlink" else "pci"
     n, N, ppn = c.n_ranks, c.nodes, c.gpus_per_node
-    lat0 = _v("base_latency_us")[a][pi]
+    lat0 = _table("base_latency_us", b)[a][pi]
     intra = hw[intra_hw][a][pi]
     inter = hw["net"]["tree" if ppn == 1 else a][pi]
+    inter += plugin_latency_us(c) * (2 if p == "Simple" else 1)
     if a == "ring":
         if collective in ("broadcast", "reduce"):  # the channels are identical (sameChannels): one step's latency
             return lat0 + hw[intra_hw if N == 1 else "net"]["ring"][pi]
         if N > 1:
             overhead = _v("net_overhead_us")[c.cpu] * (_v("simple_net_overhead_factor") if p == "Simple" else 1)
             intra = max(intra, overhead)
-        n_inter = 0 if N == 1 else 2 * (N - 1) if collective == "all_reduce" else N - 1
+        per_node = b is not None and b["ring_inter_steps"] == "2N"
+        n_inter = 0 if N == 1 else (2 * N if per_node else 2 * (N - 1)) if collective == "all_reduce" else N - 1
         return lat0 + (_nsteps(collective, n) - n_inter) * intra + n_inter * inter
     if a == "tree":
         return lat0 + 2 * ((ppn - 1) * intra + _log2i(N) * inter)
@@ -271,8 +320,28 @@ def _latency_us(collective: str, a: str, p: str, c: Cluster) -> float:
     if a == "collnet_chain":
         return lat0 + 2 * (ppn - 1) * intra + inter
     if a == "nvls":
-        return intra + (inter if N > 1 else 0.0)
+        return lat0 + intra + (inter if N > 1 else 0.0)
+    if b is not None and b.get("nvls_tree_latency") == "linear":
+        return lat0 + intra + 2 * (N - 1) * inter
     return lat0 + intra + 2 * _log2i(N) * inter  # nvls_tree
+
+
+def _network_steps(collective: str, a: str, c: Cluster, b: Mapping | None) -> float:
+    """How many times _latency_us charges the network latency for one pair (0 on one node)."""
+    N = c.nodes
+    if N == 1:
+        return 0.0
+    if a == "ring":
+        if collective in ("broadcast", "reduce"):
+            return 1.0
+        if collective != "all_reduce":
+            return N - 1
+        return 2 * N if (b is not None and b["ring_inter_steps"] == "2N") else 2 * (N - 1)
+    if a == "tree":
+        return 2 * _log2i(N)
+    if a == "nvls_tree":
+        return 2 * (N - 1) if (b is not None and b.get("nvls_tree_latency") == "linear") else 2 * _log2i(N)
+    return 1.0  # nvls, collnet
 
 
 def _p2p_option(collective: str, S: float, c: Cluster) -> Option:
@@ -295,7 +364,35 @@ def _p2p_option(collective: str, S: float, c: Cluster) -> Option:
                   "network" if t_net > t_intra else "intra")
 
 
-def options(collective: str, size_B: float, cluster: Cluster, in_network: bool | None = None) -> list[Option]:
+def _algbw_ratio(collective: str, a: str, c: Cluster, b: Mapping | None) -> float:
+    """NCCL's bus -> algorithm bandwidth ratio (tuning.cc lines 376-383; 2.19-2.27: 5/6 for NVLS and NVLS tree,
+    2.18: .75 for NVLS and .70 nNodes / (2(nNodes-1)) for NVLS tree)."""
+    rule = b["nvls_bandwidth"] if b else "v2_28"
+    if a in ("nvls", "nvls_tree") and rule == "v2_19":
+        return 5.0 / 6.0
+    if a in ("nvls", "nvls_tree") and rule == "v2_18":
+        return 0.75 if a == "nvls" else 0.70 * c.nodes / (2 * (c.nodes - 1))
+    if a in ("ring", "nvls", "nvls_tree"):
+        return c.n_ranks / _nsteps(collective, c.n_ranks)
+    return _v("algbw_ratio")[a]
+
+
+def launch_channels(algorithm: str, protocol: str, size_B: float, channels: int, n_ranks: int) -> int:
+    """The channels NCCL launches for one call (enqueue.cc topoGetAlgoInfo): Ring and Tree drop channels while
+    size < channels × threads × threshold (Ring/LL's threshold × nRanks); NVLS keeps its own. At least 1."""
+    if algorithm not in ("ring", "tree"):
+        return channels
+    lc = _v("launch_channels")
+    per = lc["threads"][protocol] * lc["threshold_bytes_per_thread"][protocol] * (
+        n_ranks if (algorithm == "ring" and protocol == "LL") else 1)
+    nc = channels
+    while nc >= 2 and size_B < nc * per:
+        nc -= 1
+    return nc
+
+
+def options(collective: str, size_B: float, cluster: Cluster, in_network: bool | None = None,
+            nccl_version: str | None = None) -> list[Option]:
     """Every (algorithm, protocol) NCCL would consider for ``collective`` of nccl-tests size ``size_B`` [B] on
     ``cluster``, priced by NCCL's tuner (src/graph/tuning.cc, nccl-v2-30-7):
 
@@ -303,7 +400,8 @@ def options(collective: str, size_B: float, cluster: Cluster, in_network: bool |
 
     with algbw = bus bandwidth × nRanks / nsteps (ring, NVLS) or × 0.5 (tree, CollNet). ``in_network=False``
     switches NVLS and CollNet off (NCCL_NVLS_ENABLE=0, NCCL_COLLNET_ENABLE=0); None or True: as the cluster says.
-    Used in: book/lab-01-collectives.md"""
+    ``nccl_version`` (e.g. "2.26.2") prices with that version's tables (nccl_tuning.yaml ``version_bands``);
+    None: 2.30.7. Used in: book/lab-01-collectives.md"""
     c = cluster
     from x4lib.network import nccl_tests
     nccl_tests.check_collective(collective)
@@ -315,6 +413,7 @@ def options(collective: str, size_B: float, cluster: Cluster, in_network: bool |
     if collective not in TUNED:
         return [_p2p_option(collective, S, c)]
     allow = in_network is not False
+    b = band(nccl_version)
     g = graphs(c)
     out = []
     n = c.n_ranks
@@ -324,23 +423,26 @@ def options(collective: str, size_B: float, cluster: Cluster, in_network: bool |
         for p in PROTOCOLS:
             if not _enabled(collective, a, p, c, allow):
                 continue
-            bus = _bus_bw_GBps(collective, a, p, c, g[a])
+            bus = _bus_bw_GBps(collective, a, p, c, g[a], b)
             if a in ("nvls", "nvls_tree") and g[a].channels < 2 or bus <= 0:
                 continue
-            ratio = n / _nsteps(collective, n) if a in ("ring", "nvls", "nvls_tree") else _v("algbw_ratio")[a]
-            algbw = bus * ratio * 1e9
-            lat = _latency_us(collective, a, p, c)
+            algbw = bus * _algbw_ratio(collective, a, c, b) * 1e9
+            lat = _latency_us(collective, a, p, c, b)
             log_size = _log2i(S / 64)
+            plateau = 1.0
             bw = algbw
             if collective == "all_reduce" and 0 <= log_size and (
-                    (a == "tree" and log_size < 23) or (a == "nvls_tree" and log_size < 24 and _cc(c) >= 10.0)):
+                    (a == "tree" and log_size < 23) or (a == "nvls_tree" and log_size < 24 and _cc(c) >= 10.0
+                                             and (b is None or b["nvls_bandwidth"] == "v2_28"))):
                 bw *= _v("tree_correction")[p][log_size]
             if a == "ring" and p == "Simple" and c.nodes > 1 and collective == "all_reduce" and \
                     S / (_exec_channels(c, g["ring"]) * n) >= _v("ring_simple_plateau")["min_bytes_per_channel_rank"]:
-                lat *= _v("ring_simple_plateau")["sm80_and_later" if _cc(c) >= 8.0 else "before_sm80"]
+                plateau = _v("ring_simple_plateau")["sm80_and_later" if _cc(c) >= 8.0 else "before_sm80"]
             limited = g[a].limited_by
             if a in ("nvls", "nvls_tree") and c.nodes > 1:
                 limited = "network" if g[a].bw_inter_GBps * (2 if c.nodes == 2 else 1) < \
                     g[a].bw_intra_GBps * _v("nvls_efficiency")[c.arch] * 2 else "intra"
-            out.append(Option(a, p, lat * 1e-6, algbw, lat * 1e-6 + S / bw, g[a].channels, limited))
+            lat *= plateau
+            plug = plugin_latency_us(c) * (2 if p == "Simple" else 1) * _network_steps(collective, a, c, b) * plateau
+            out.append(Option(a, p, lat * 1e-6, algbw, lat * 1e-6 + S / bw, g[a].channels, limited, plug * 1e-6))
     return out

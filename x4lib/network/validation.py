@@ -1,0 +1,343 @@
+"""The collective model against the stored public logs: fitted on some logs, scored on the others.
+
+NCCL's tuner (x4lib.network.nccl_tuner, by the NCCL version a log ran) picks the algorithm and protocol; its estimate
+is a price for choosing, not a time. A :class:`x4lib.network.collectives.Calibration` turns it into a time: per
+chosen algorithm/protocol, an extra fixed cost and a bandwidth efficiency, fitted (weighted least squares on the
+relative error of the time) on the logs public_logs.yaml marks ``role: fit``; every other counted log is held out
+and only scored. Each log is priced with its own NCCL version (printed, or assumed with the reason in
+public_logs.yaml), its own network's plugin latency and, when the run forced one, its algorithm.
+
+Scores are model busbw / measured busbw (= measured time / model time) per row, grouped by fabric (the log's
+``kind``) and size class (<= 1 MiB, 1-64 MiB, >= 128 MiB). Targets (issue 29): rows of 128 MiB and more within
+10 % median per fabric and no cluster's median above 15 %; the 1 MiB row within a factor of 1.5 on every cluster.
+Logs the model does not describe (status not_modelled) are listed with that label and never predicted.
+Used in: book/lab-01-collectives.md.
+"""
+from __future__ import annotations
+
+import functools
+import statistics
+from types import MappingProxyType
+
+from x4lib.network import collectives as coll
+from x4lib.network.collectives import Calibration
+
+#: size classes of the validation: (label, smallest row [B], largest row [B])
+SIZE_CLASSES = (("≤ 1 MiB", 2**16, 2**20), ("1–64 MiB", 2**20 + 1, 2**26), ("≥ 128 MiB", 2**27, 2**40))
+#: rows below this size are left out (launch jitter of the benchmark, not the collective)
+MIN_ROW_B = 2**16
+TARGET_LARGE_MEDIAN = 0.10
+TARGET_LARGE_CLUSTER = 0.15
+TARGET_SMALL_FACTOR = 1.5
+#: a fit row whose relative residual exceeds this after a first fit is dropped (an outlier row of a log), then refit
+OUTLIER_REL = 0.5
+#: fewest rows a pair needs to be fitted; fewer: NCCL's own price
+MIN_FIT_ROWS = 3
+
+
+def _logs() -> dict:
+    from x4lib.catalog import published
+    return published.public_logs()
+
+
+def log_version(entry: dict) -> str | None:
+    """The NCCL version a log is priced with: as printed or stated, else the assumed one (public_logs.yaml
+    ``nccl_version_assumed``), else None (2.30.7). RCCL versions are not NCCL's: None."""
+    v = entry.get("nccl_version")
+    if v and not str(v).startswith("RCCL"):
+        return v
+    return (entry.get("nccl_version_assumed") or {}).get("version")
+
+
+@functools.lru_cache(maxsize=64)
+def _log(name: str):
+    from x4lib.catalog import published
+    from x4lib.network import nccl_log
+    return nccl_log.read_path(published.LOG_DIR / name), published.log_cluster(name)
+
+
+def _rows(name: str):
+    log, _ = _log(name)
+    return [r for r in log.rows if r.out_of_place and r.out_of_place.time_us and r.size_B >= MIN_ROW_B]
+
+
+def measured_s(row) -> float:
+    """A row's measured time [s]: the faster of nccl-tests' two columns (out-of-place, in-place), so that a
+    start-up spike in one column (e.g. 317 µs out-of-place against 2 MiB's 227 µs in one log) is not scored."""
+    t = [p.time_us for p in (row.out_of_place, row.in_place) if p is not None and p.time_us]
+    return min(t) * 1e-6
+
+
+def _option(name: str, size_B: int):
+    """NCCL's chosen option for one row of a log (its version, its forced algorithm)."""
+    entry = _logs()[name]
+    _, cluster = _log(name)
+    algos = coll._select(entry["nccl_algo"])
+    opts = [o for o in coll.options("all_reduce", size_B, cluster, nccl_version=log_version(entry))
+            if algos is None or o.algorithm in algos]
+    return min(opts, key=lambda o: o.time_s), cluster
+
+
+def fit_names() -> list[str]:
+    """The logs the calibration is fitted on (public_logs.yaml role: fit, counted logs only)."""
+    return [n for n, e in _logs().items() if e.get("role") == "fit" and e["status"] == "use"]
+
+
+def fit(names: list[str] | tuple[str, ...] | None = None) -> Calibration:
+    """Per chosen "algorithm/protocol": extra fixed cost Δ [s] and efficiency η, minimising the relative error of
+    t = NCCL latency + Δ + (NCCL bandwidth term at the launched channels) / η over the rows of ``names`` (default:
+    fit_names()) where NCCL picks that pair; a first fit's rows off by more than OUTLIER_REL are dropped and the
+    pair refitted; Δ is kept >= 0 (refit with η alone otherwise). Pairs with fewer than MIN_FIT_ROWS rows keep
+    NCCL's price."""
+    names = tuple(fit_names() if names is None else names)
+    pts: dict[str, list[tuple[float, float, float]]] = {}
+    for name in names:
+        for r in _rows(name):
+            o, c = _option(name, r.size_B)
+            one = Calibration({}, {})  # Δ = 0, η = 1: the bandwidth term alone
+            x = coll.achieved_time_s(o, r.size_B, c, one) - o.latency_s
+            key = coll.calibration_key(o, c)
+            for k in (key, key.split("@")[0]):
+                pts.setdefault(k, []).append((o.latency_s, x, measured_s(r)))
+    extra, eff = {}, {}
+    for key, p in pts.items():
+        d, k = _fit_pair(p)
+        if d is None:
+            continue
+        keep = [q for q in p if abs((q[0] + d + k * q[1]) / q[2] - 1) <= OUTLIER_REL]
+        d2, k2 = _fit_pair(keep)
+        if d2 is not None:
+            d, k = d2, k2
+        extra[key], eff[key] = d, 1.0 / k
+    return Calibration(MappingProxyType(extra), MappingProxyType(eff), names)
+
+
+def _fit_pair(p):
+    """Weighted least squares of y - lat = Δ + k·x with weights 1/y (relative error); (None, None) if too few."""
+    if len(p) < MIN_FIT_ROWS:
+        return None, None
+    w = [1 / y for _, _, y in p]
+    a11 = sum(wi**2 for wi in w)
+    a12 = sum(wi**2 * x for wi, (_, x, _) in zip(w, p))
+    a22 = sum(wi**2 * x * x for wi, (_, x, _) in zip(w, p))
+    b1 = sum(wi**2 * (y - lat) for wi, (lat, _, y) in zip(w, p))
+    b2 = sum(wi**2 * x * (y - lat) for wi, (lat, x, y) in zip(w, p))
+    det = a11 * a22 - a12 * a12
+    if det > 0:
+        d = (b1 * a22 - b2 * a12) / det
+        k = (a11 * b2 - a12 * b1) / det
+        if d >= 0 and k > 0:
+            return d, k
+    k = b2 / a22 if a22 > 0 else 0.0
+    return (0.0, k) if k > 0 else (None, None)
+
+
+@functools.lru_cache(maxsize=1)
+def calibration() -> Calibration:
+    """The calibration fitted on fit_names() (cached; the stored logs do not change while a page runs)."""
+    return fit()
+
+
+def row_scores(calib: Calibration | None = None) -> list[dict]:
+    """Every row (>= 64 KiB) of every stored log: model busbw / measured busbw with the calibration (default: the
+    fitted one) and with NCCL's bare estimate, the pair NCCL picks, the log's split (fit, held out, flagged, not
+    modelled) and its fabric. Not-modelled logs get no prediction (None)."""
+    calib = calibration() if calib is None else calib
+    out = []
+    for name, e in _logs().items():
+        split = ("fit" if name in calib.fitted_on else "held out") if e["status"] == "use" else e["status"].replace(
+            "_", " ")
+        log, cluster = _log(name)
+        for r in _rows(name) if e["status"] != "not_modelled" else [x for x in log.rows if x.out_of_place and
+                                                                     x.size_B >= MIN_ROW_B]:
+            base = {"file": name, "fabric": e["kind"], "split": split, "size (B)": r.size_B,
+                    "measured time (µs)": measured_s(r) * 1e6, "version": log_version(e)}
+            if cluster is None:
+                out.append({**base, "pair": "not modelled", "model / measured": None, "NCCL estimate / measured": None})
+                continue
+            o, _ = _option(name, r.size_B)
+            t = coll.achieved_time_s(o, r.size_B, cluster, calib)
+            meas = measured_s(r)
+            out.append({**base, "pair": f"{o.algorithm}/{o.protocol}", "model time (µs)": t * 1e6,
+                        "model / measured": meas / t, "NCCL estimate / measured": meas / o.time_s})
+    return out
+
+
+def short_name(name: str) -> str:
+    """A log's name for a table cell: GPU, ranks, nodes and source (the file name without tool and collective)."""
+    stem = name.removesuffix(".log").split("_")
+    return " ".join(p for p in (stem[1], stem[2] if stem[2].endswith("node") else "", stem[-1]) if p)
+
+
+def size_class(size_B: int) -> str | None:
+    return next((label for label, lo, hi in SIZE_CLASSES if lo <= size_B <= hi), None)
+
+
+def _err(ratio: float) -> float:
+    return abs(ratio - 1)
+
+
+def validation_rows(calib: Calibration | None = None, key: str = "model / measured") -> list[dict]:
+    """The validation table: one row per fabric, size class and split (fit / held out; flagged and not modelled
+    listed apart): logs, rows, median |model/measured − 1|, the worst log's median, and at 1 MiB the worst factor
+    max(r, 1/r); ``key`` "NCCL estimate / measured" scores NCCL's bare estimate instead. Not-modelled fabrics get
+    the label "not modelled" and no numbers."""
+    rows = row_scores(calib)
+    out = []
+    fabrics = list(dict.fromkeys(r["fabric"] for r in rows))
+    for fab in fabrics:
+        for label, _, _ in SIZE_CLASSES:
+            for split in ("fit", "held out", "flagged", "not modelled"):
+                mine = [r for r in rows if r["fabric"] == fab and r["split"] == split and size_class(r["size (B)"])
+                        == label]
+                if not mine:
+                    continue
+                logs = sorted({r["file"] for r in mine})
+                if split == "not modelled":
+                    out.append({"fabric": fab, "size class": label, "split": split, "logs": len(logs),
+                                "rows": len(mine), "median |error|": None, "worst log median |error|": None,
+                                "worst 1 MiB factor": None, "worst log": None, "worst log model / measured": None,
+                                "status": "not modelled"})
+                    continue
+                errs = [_err(r[key]) for r in mine]
+                per_log = [statistics.median(_err(r[key]) for r in mine if r["file"] == f) for f in logs]
+                worst = logs[per_log.index(max(per_log))]
+                mib = {r["file"]: max(r[key], 1 / r[key]) for r in mine if r["size (B)"] == 2**20}
+                worst_mib = max(mib, key=mib.get) if mib else None
+                worst_ratio = statistics.median(r[key] for r in mine if r["file"] == worst)
+                out.append({"fabric": fab, "size class": label, "split": split, "logs": len(logs), "rows": len(mine),
+                            "median |error|": statistics.median(errs), "worst log median |error|": max(per_log),
+                            "worst 1 MiB factor": mib[worst_mib] if mib else None,
+                            "worst log": short_name(worst_mib if (label == "≤ 1 MiB" and mib) else worst),
+                            "worst log model / measured": worst_ratio,
+                            "status": _status(label, statistics.median(errs), max(per_log),
+                                              mib[worst_mib] if mib else None)
+                            if split != "flagged" else "flagged (not counted)"})
+    return out
+
+
+def _status(label: str, median: float, worst: float, mib: float | None) -> str:
+    if label == "≥ 128 MiB":
+        ok = median <= TARGET_LARGE_MEDIAN and worst <= TARGET_LARGE_CLUSTER
+        return "met" if ok else ("missed: median" if median > TARGET_LARGE_MEDIAN else "missed: one cluster")
+    if label == "≤ 1 MiB" and mib is not None:
+        return "met" if mib <= TARGET_SMALL_FACTOR else "missed: 1 MiB"
+    return "no target"
+
+
+def cluster_rows(calib: Calibration | None = None) -> list[dict]:
+    """Per log and size class: its split, NCCL version priced, the pairs NCCL picks, and the median model/measured
+    with the calibration and with NCCL's bare estimate (None where not modelled)."""
+    rows = row_scores(calib)
+    out = []
+    for f in dict.fromkeys(r["file"] for r in rows):
+        for label, _, _ in SIZE_CLASSES:
+            mine = [r for r in rows if r["file"] == f and size_class(r["size (B)"]) == label]
+            if not mine:
+                continue
+            m = mine[0]
+            have = [r for r in mine if r["model / measured"] is not None]
+            out.append({"file": f, "fabric": m["fabric"], "split": m["split"], "size class": label,
+                        "NCCL version": m["version"] or "2.30.7 (not stated)",
+                        "pairs": ", ".join(dict.fromkeys(r["pair"] for r in mine)), "rows": len(mine),
+                        "model / measured": statistics.median(r["model / measured"] for r in have) if have else None,
+                        "NCCL estimate / measured": statistics.median(r["NCCL estimate / measured"] for r in have)
+                        if have else None})
+    return out
+
+
+def target_summary(rows: list[dict] | None = None) -> dict:
+    """Held-out rows only: which (fabric, size class) targets are met and which are missed."""
+    rows = validation_rows() if rows is None else rows
+    held = [r for r in rows if r["split"] == "held out" and (r["status"] == "met" or r["status"].startswith("missed"))]
+    return {"met": [f"{r['fabric']}, {r['size class']}" for r in held if r["status"] == "met"],
+            "missed": [f"{r['fabric']}, {r['size class']} ({r['status'].removeprefix('missed: ')})" for r in held
+                       if r["status"].startswith("missed")],
+            "not_modelled": sorted({r["fabric"] for r in rows if r["status"] == "not modelled"})}
+
+
+def calibration_rows(calib: Calibration | None = None) -> list[dict]:
+    """The fitted constants, display units: pair and scale, extra fixed cost (µs), efficiency."""
+    calib = calibration() if calib is None else calib
+    return [{"algorithm/protocol@scale": k, "extra fixed cost (µs)": calib.extra_latency_s[k] * 1e6,
+             "bandwidth efficiency": calib.efficiency[k]} for k in sorted(calib.extra_latency_s)]
+
+
+
+# ------------------------------------------------------------------------------------ NCCL's own numbers
+
+#: NCCL's algorithm and protocol ids in its per-call TUNING lines (src/include/device.h / nccl_tuner.h)
+_ALGO_IDS = ("tree", "ring", "collnet_direct", "collnet_chain", "nvls", "nvls_tree", "pat")
+_PROTO_IDS = ("LL", "LL128", "Simple")
+#: the stored TUNING outputs compared with the model: file -> (cluster as the thread describes it, NCCL version
+#: inferred from the output's format and constants, what is comparable)
+TUNING_FILES = {
+    "nccl-1453_h100-3node-ib_percall-time.txt": (
+        {"nodes": 3, "gpus_per_node": 8, "nics_per_node": 8, "nic_gbit_s": 400}, "2.22.3",
+        "latency comparable (same nodes and GPUs); bandwidth not: the NICs are not stated in the excerpt "
+        "(8 × 400 Gb/s assumed) and the thread's cluster misbehaved"),
+    "nccl-1519_h100-2node_tuning-table_partial.txt": (
+        {"nodes": 2, "gpus_per_node": 8, "nics_per_node": 8, "nic_gbit_s": 400}, "2.22.3",
+        "latency comparable; bandwidth not: the thread's system used one NIC (its problem)"),
+}
+
+
+def _tuning_path(name: str):
+    from x4lib import paths
+    return paths.REPO_ROOT / "tests" / "data" / "nccl_tuning" / name
+
+
+def parse_tuning(text: str) -> dict:
+    """NCCL's TUNING output: per-call lines ("N Bytes -> Algo a proto p time t", 2.21-2.23 numeric form) and the
+    table's AllReduce... rows ("Name | lat/ bw | ...", first block Tree, Ring, CollNetDirect). Returns {"calls":
+    [{size_B, algorithm, protocol, time_us}], "table": {(collective, algorithm, protocol): (latency_us, algbw)}}."""
+    import re
+    calls, seen, table = [], set(), {}
+    for m in re.finditer(r"(\d+) Bytes -> Algo (\d+) proto (\d+) time ([0-9.]+)", text):
+        key = (int(m[1]), int(m[2]), int(m[3]))
+        if key not in seen:
+            seen.add(key)
+            calls.append({"size_B": key[0], "algorithm": _ALGO_IDS[key[1]], "protocol": _PROTO_IDS[key[2]],
+                          "time_us": float(m[4])})
+    for line in text.splitlines():
+        m = re.search(r"INFO\s+(Broadcast|Reduce|AllGather|ReduceScatter|AllReduce)\s*\|(.*)", line)
+        if not m:
+            continue
+        cells = re.findall(r"([0-9.]+)/\s*([0-9.]+)", m[2])
+        for i, (lat, bw) in enumerate(cells):
+            table[(m[1], _ALGO_IDS[i // 3], _PROTO_IDS[i % 3])] = (float(lat), float(bw))
+    return {"calls": calls, "table": table}
+
+
+def tuning_rows() -> list[dict]:
+    """NCCL's own predicted numbers beside the model's, priced with the same NCCL version on the same nodes and
+    GPUs: per call (size, NCCL's pick and time, the model's time for that pair and its pick) and, from a TUNING
+    table, each AllReduce latency. Display units (µs). ``comparable`` says what the topology allows."""
+    from x4lib.network import clusters
+    out = []
+    for name, (cl, version, comparable) in TUNING_FILES.items():
+        parsed = parse_tuning(_tuning_path(name).read_text(encoding="utf-8"))
+        c = clusters.custom_cluster(cl["nodes"], cl["gpus_per_node"], 450e9, cl["nics_per_node"],
+                                    cl["nic_gbit_s"] * 1e9 / 8, nvls=True, cluster_id=name)
+        for call in parsed["calls"]:
+            opts = {f"{o.algorithm}/{o.protocol}": o for o in coll.options("all_reduce", call["size_B"], c,
+                                                                           nccl_version=version)}
+            pair = f"{call['algorithm']}/{call['protocol']}"
+            mine = opts.get(pair)
+            best = min(opts.values(), key=lambda o: o.time_s)
+            out.append({"source": name, "NCCL version priced": version, "what": "per-call time",
+                        "size (B)": call["size_B"], "NCCL's pick": pair, "NCCL (µs)": call["time_us"],
+                        "model, same pair (µs)": mine.time_s * 1e6 if mine else None,
+                        "model's latency (µs)": mine.latency_s * 1e6 if mine else None,
+                        "model's pick": f"{best.algorithm}/{best.protocol}", "comparable": comparable})
+        for (fn, a, p), (lat, bw) in sorted(parsed["table"].items()):
+            if fn != "AllReduce" or bw == 0 and lat == 0:
+                continue
+            mine = {f"{o.algorithm}/{o.protocol}": o for o in coll.options("all_reduce", 1, c,
+                                                                           nccl_version=version)}.get(f"{a}/{p}")
+            out.append({"source": name, "NCCL version priced": version, "what": "table latency",
+                        "size (B)": None, "NCCL's pick": f"{a}/{p}", "NCCL (µs)": lat,
+                        "model, same pair (µs)": mine.latency_s * 1e6 if mine else None,
+                        "model's latency (µs)": mine.latency_s * 1e6 if mine else None,
+                        "model's pick": None, "comparable": comparable})
+    return out
