@@ -8,6 +8,7 @@ from conftest import load_schema, run_cli
 from test_cli import check_usage_error
 from x4lib.book import bib
 from x4lib.harness import device
+from x4lib import paths
 from x4lib.catalog import peaks, specs
 
 # A KVM guest as seen by the machine that builds the book: model 167 (Rocket Lake) with AMX and AVX512_FP16 flags.
@@ -207,7 +208,7 @@ def test_hardware_threads_are_not_counted_as_cores():
 
 
 def test_every_flag_rule_names_a_source_in_the_bibliography():
-    rules = json.loads((peaks.Path(peaks.__file__).parent / "data" / "cpu_uarch.json").read_text())["isa_rules"]
+    rules = json.loads((paths.DATA_DIR / "cpu_uarch.json").read_text(encoding="utf-8"))["isa_rules"]
     keys = bib.book_keys()
     sources = [rules["vector_fma"]["source"], rules["matrix"]["source"], *(r["source"] for r in rules["vector_dtypes"])]
     assert set(sources) <= keys

@@ -185,7 +185,7 @@ def test_a_broken_runs_file_is_refused(tmp_path):
     with pytest.raises(planner.RunsDataError, match="runs/0/published/value: nan is not a finite number"):
         planner.published_runs(bad)
     bad.write_bytes(b"runs: [\xff]")
-    with pytest.raises(planner.RunsDataError, match="runs.yaml: cannot be read"):
+    with pytest.raises(planner.RunsDataError, match="runs.yaml: not UTF-8 text"):
         planner.published_runs(bad)
 
 
