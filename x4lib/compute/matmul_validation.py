@@ -73,10 +73,8 @@ class Row:
 @functools.lru_cache(maxsize=1)
 def published_rows() -> tuple[Row, ...]:
     """The published sweeps (x4lib/data/matmul_sweeps.yaml), checked: catalog device, known dtype, positive rate."""
-    import yaml
-
     from x4lib.catalog import specs
-    doc = yaml.safe_load(SWEEPS_PATH.read_text(encoding="utf-8"))
+    doc = specs.read_yaml(SWEEPS_PATH)
     out = []
     for i, r in enumerate(doc["rows"]):
         where = f"{SWEEPS_PATH.name}: rows/{i}"

@@ -159,7 +159,8 @@ SIGNALS: tuple[Signal, ...] = (
        r"line rate|theor\w{0,6}\b|\bclaim\w{0,2}\b|datasheet|\btotal bandwidth\b|\bbi-?directional\b"),
     _s("tflops-figure", "sentence", ("tflop", "tf/s", "tensor core", "flops"), r"TFLOPS|TF/s|Tensor Core|FLOPS"),
     _s("fabric-prose", "sentence", ("fabric", "between nodes"),
-       r"\bfabric\b|between nodes? [0-9]{1,3} ?(?:\+|and|&) ?[0-9]{1,3}"),
+       # not nvidia-smi -q's own "Fabric" section header or "GPU Fabric GUID" line, which are no reporter's words
+       r"\bfabric\b(?!\s*(?:GUID|State|Status|:|$))|between nodes? [0-9]{1,3} ?(?:\+|and|&) ?[0-9]{1,3}"),
     # -- dtype, shape, cache
     _s("tf32-off", "pytorch", ("tensorfloat32", "float32_matmul_precision", "allow_tf32", "highest"),
        r"TensorFloat32 tensor cores|set_float32_matmul_precision|allow_tf32\s*=\s*False|\bhighest\b\s*\(default\)"),
@@ -207,6 +208,11 @@ for _sig in SIGNALS:
 _CUE_RE = re.compile("|".join(re.escape(c) for c in sorted(_BY_CUE, key=len, reverse=True)))
 
 
+#: a line of tool output that no prose signal reads: nvidia-smi -q's "Key    : value" (spaces before the colon) and
+#: its indented section headers ("    Fabric")
+_TOOL_LINE = re.compile(r"^\s*[A-Z][\w .()/+-]*?\s+:(?:\s|$)|^\s{4,}[A-Z][\w ]{0,40}$")
+
+
 def scan(text: str, name: str) -> Scan:
     """Every signal of :data:`SIGNALS` on every line (module docstring): one search for the cues per line, then
     only the patterns whose cue is in it, each until it has its most lines; linear in the text's length."""
@@ -228,7 +234,10 @@ def scan(text: str, name: str) -> Scan:
         if candidates > MAX_CANDIDATES or work > MAX_WORK_CHARS:
             stopped = i - 1
             break
+        tool_line = bool(_TOOL_LINE.match(raw))
         for s in todo.values():
+            if tool_line and s.fragment == "sentence":  # a tool's "Key   : value" line or section header is no
+                continue                                # reporter's sentence (nvidia-smi -q's Fabric, Pass-Through)
             m = s.regex.search(line)
             if m:
                 got = hits.setdefault(s.id, [])

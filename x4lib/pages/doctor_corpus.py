@@ -43,8 +43,8 @@ class CaseScore:
 
 @functools.lru_cache(maxsize=1)
 def corpus() -> tuple[dict, ...]:
-    import yaml
-    return tuple(yaml.safe_load((CORPUS_DIR / "corpus.yaml").read_text(encoding="utf-8")))
+    from x4lib.catalog import specs
+    return tuple(specs.read_yaml(CORPUS_DIR / "corpus.yaml"))
 
 
 def diagnose_case(entry: dict):

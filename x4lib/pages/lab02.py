@@ -117,8 +117,12 @@ def fit_axes(ax, c: cal_mod.Calibration):
     return ax
 
 
-def explorer(c: cal_mod.Calibration, rows_model=None):
-    """A slider over the matmul efficiency: the 1024-GPU step and MFU the planner gives with it."""
+def explorer(c: cal_mod.Calibration | None = None, rows_model=None):
+    """A slider over the matmul efficiency: the 1024-GPU step and MFU the planner gives with it. Without ``c``,
+    the calibration of the newest committed Lab 02 run."""
+    if c is None:
+        from x4lib import paths
+        c = cal_mod.load(sorted((paths.REPO_ROOT / "book" / "runs" / "lab02").glob("*/results.json"))[-1].parent)
     import dataclasses
 
     import ipywidgets as w
@@ -131,18 +135,15 @@ def explorer(c: cal_mod.Calibration, rows_model=None):
                          recompute="none")
     gbt = 1024 // s["tp"] * s["micro_batch"] * mdl.seq
     base = planner.evaluate(mdl, lay, dev, gbt)
-    out = w.Output()
 
     def show(efficiency=round(100 * (c.matmul_efficiency or 0.5))):
         fake = dataclasses.replace(c, peak_flop_per_s=None)
         e = efficiency / 100
         p = dataclasses.replace(base, compute_s=base.compute_s * base.matmul_efficiency / e, matmul_efficiency=e)
-        out.clear_output()
-        with out:
-            print(f"matmul efficiency {efficiency} %: step {p.step_s:.3f} s, MFU {p.mfu:.1%} "
-                  f"(spec-sheet planner: {base.step_s:.3f} s, {base.mfu:.1%}); {fake.shape['model']}")
-    return w.VBox([w.interactive(show, efficiency=w.IntSlider(value=round(100 * (c.matmul_efficiency or 0.5)),
-                                                              min=5, max=100, step=5)), out])
+        print(f"matmul efficiency {efficiency} %: step {p.step_s:.3f} s, MFU {p.mfu:.1%} "
+              f"(spec-sheet planner: {base.step_s:.3f} s, {base.mfu:.1%}); {fake.shape['model']}")
+    return w.interactive(show, efficiency=w.IntSlider(value=round(100 * (c.matmul_efficiency or 0.5)),
+                                                      min=5, max=100, step=5))
 
 
 def scale_model(c: cal_mod.Calibration):
