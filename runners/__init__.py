@@ -16,4 +16,5 @@ LABS = {
     "lab00": "runners.lab00",
     "lab01": "runners.lab01",
     "lab02": "runners.lab02",
+    "gemms": "runners.gemms",
 }

@@ -2,7 +2,8 @@
 supplies only
 
     NAME, TITLE           "lab00", one line for --help
-    NOTEBOOK              the lab notebook, relative to the repository root
+    NOTEBOOK              the lab notebook, relative to the repository root (None: a measure-only sweep whose
+                          runs another lab's page draws, e.g. ``gemms``)
     add_arguments(p)      its own options (e.g. --import-log); may be empty
     measure(ctx)          -> Measured (results.json document, extra files, device name) or None (a torchrun rank
                           other than 0); it raises WrongDevice before measuring on the wrong machine
@@ -206,6 +207,8 @@ def render(lab, run_dir: Path, stage: Path | None = None) -> Path:
 def render_existing(lab, run_dir: Path) -> Path:
     """``--render RUN_DIR``: validate the run first (one line and exit 2 when it is not a valid run of this
     lab), then render it."""
+    if lab.NOTEBOOK is None:
+        raise UsageError(f"{lab.NAME} runs have no notebook of their own (another lab's page draws them)")
     if not notebook_stack_available():
         raise UsageError("rendering needs the notebook stack (papermill): run `make setup` first")
     from x4lib.harness import runs
@@ -254,7 +257,7 @@ def run(lab, args) -> Path | None:
                     target.write_text(content, encoding="utf-8")
             _validate(measured.results, lab.NAME)
             rundir.write_json(staged.path / "results.json", measured.results)
-            if measured.render and not args.measure_only and notebook_stack_available():
+            if measured.render and lab.NOTEBOOK and not args.measure_only and notebook_stack_available():
                 render(lab, staged.path, stage=staged.path)
             return staged.publish(dest)
     except (UsageError, CheckFailed):

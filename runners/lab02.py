@@ -118,7 +118,7 @@ def measure(ctx):
     with ctx.progress(n_ops + (2 if check else 0), f"lab02 {shape['model']}") as bar:
         layer = _section(torch, shape, params["dtype"], threads, tdev, params, tdev == "cpu", bar)
         doc_check = None
-        if check and tdev == "cpu":
+        if check and "ranks" in check:  # on a CPU: DDP over gloo on 1 and 2 processes
             cshape = {k: check[k] for k in ("layers", "hidden", "heads", "kv_heads", "ffn", "seq", "micro_batch")}
             cshape.update(tp=1, vocab=0, model="check")
             cal = _section(torch, cshape, "fp32", 1, tdev, params, True, bar)
@@ -130,7 +130,29 @@ def measure(ctx):
                 bar.update()
             doc_check = {"layers": check["layers"], "steps": check["steps"], "warmup": check["warmup"],
                          "backend": "gloo", "torch_threads_per_rank": 1, "calibration": cal, "training": training}
-    warnings = [f"{r['op']} {r['pass']}: {r['status']} ({r.get('error', '')})"
+        elif check:
+            # one process (a GPU profile's check has no "ranks"): calibrate on the check model's own layer, then
+            # train that model (about 1B parameters on a GPU) in this process with mixed precision, as plain
+            # PyTorch trains on one GPU
+            cshape = {k: check[k] for k in ("layers", "hidden", "heads", "kv_heads", "ffn", "seq", "micro_batch")}
+            cshape.update(tp=1, vocab=0, model=check.get("model", "check"))
+            cal = _section(torch, cshape, params["dtype"], threads, tdev, params, False, bar)
+            bar.set_postfix_str(f"training {check['layers']} layers on one GPU")
+            try:
+                ranks = [lb.train_single(torch, cshape, check["steps"], check["warmup"], tdev, params["dtype"])]
+            except Exception as exc:  # noqa: BLE001 — an out-of-memory model is recorded, not a crash
+                if tdev == "cuda":
+                    torch.cuda.empty_cache()
+                ranks, failed = [], f"{type(exc).__name__}: {str(exc).strip().splitlines()[0][:200]}"
+            bar.update(2)
+            doc_check = {"layers": check["layers"], "steps": check["steps"], "warmup": check["warmup"],
+                         "backend": "none", "amp_dtype": params["dtype"], "calibration": cal,
+                         "training": [{"ranks_n": 1, "ranks": ranks}] if ranks else []}
+            if not ranks:
+                doc_check["training_error"] = failed
+    warnings = ([f"training check: {doc_check['training_error']}"] if doc_check and doc_check.get("training_error")
+                else [])
+    warnings += [f"{r['op']} {r['pass']}: {r['status']} ({r.get('error', '')})"
                 for sec in [layer] + ([doc_check["calibration"]] if doc_check else []) for r in sec["ops"]
                 if r["status"] != "ok"]
     if tdev == "cpu" and threads > (dev["cpu"].get("physical_cores") or 1):

@@ -392,6 +392,48 @@ def train_rank(torch, dist, cfg: dict, steps: int, warmup: int, seed: int = 0) -
     return {"rank": dist.get_rank(), "params": sum(p.numel() for p in model.parameters()), "steps": rows}
 
 
+def train_single(torch, cfg: dict, steps: int, warmup: int, device: str = "cuda", dtype: str = "bf16",
+                 seed: int = 0) -> dict:
+    """Train ``cfg['layers']`` layers (tp = 1) in this one process on ``device``, as plain PyTorch trains a model on
+    one GPU: FP32 weights and AdamW (torch's default implementation), forward and backward under
+    ``torch.autocast`` in ``dtype`` (mixed precision); per step the times of forward, backward and the optimizer
+    step (the device synchronised at each boundary), in the same record as :func:`train_rank`'s (rank 0)."""
+    torch.manual_seed(seed)
+    Layer = make_layer_class(torch)
+    model = torch.nn.Sequential(*[Layer({**cfg, "tp": 1}) for _ in range(cfg["layers"])]).to(device)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    x = torch.randn(cfg["micro_batch"], cfg["seq"], cfg["hidden"], device=device)
+    amp = _dtype(torch, dtype) if dtype in ("bf16", "fp16") else None
+    sync = (lambda: torch.cuda.synchronize()) if device == "cuda" else (lambda: None)
+    rows = []
+    clocks = (time.perf_counter, time.process_time)
+    for i in range(warmup + steps):
+        sync()
+        t0 = [c() for c in clocks]
+        with torch.autocast(device_type=device, dtype=amp, enabled=amp is not None):
+            loss = model(x).float().pow(2).mean()
+        sync()
+        t1 = [c() for c in clocks]
+        loss.backward()
+        sync()
+        t2 = [c() for c in clocks]
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        sync()
+        t3 = [c() for c in clocks]
+        if i >= warmup:
+            rows.append({f"{what}{sfx}": b[j] - a[j] for j, sfx in enumerate(("_s", "_cpu_s"))
+                         for what, a, b in (("forward", t0, t1), ("backward", t1, t2), ("optimizer", t2, t3),
+                                            ("step", t0, t3))})
+    out = {"rank": 0, "params": sum(p.numel() for p in model.parameters()), "steps": rows}
+    if device == "cuda":
+        out["max_memory_allocated_B"] = int(torch.cuda.max_memory_allocated())
+    del model, opt, x
+    if device == "cuda":
+        torch.cuda.empty_cache()
+    return out
+
+
 def _train_worker(rank: int, world: int, port: int, cfg: dict, steps: int, warmup: int, out_dir: str) -> None:
     """One gloo rank (module-level so torch.multiprocessing can pickle it by name)."""
     import datetime
