@@ -73,14 +73,44 @@ def terms_table(c: cal_mod.Calibration):
                                 "unit": "unit"})
 
 
-def check_table(rows: list[dict]):
+def check_table(rows: list[dict], target: float = cal_mod.CHECK_TARGET, what: str = "processes (DDP, gloo)"):
     out = [{"ranks": r["ranks"], "meas": r["measured_s"] * 1e3, "pred": r["predicted_s"] * 1e3,
-            "err": 100 * r["error"], "ok": "yes" if abs(r["error"]) <= cal_mod.CHECK_TARGET else "no"}
+            "err": 100 * r["error"], "ok": "yes" if abs(r["error"]) <= target else "no"}
            for r in rows]
-    return table(out, {"ranks": "processes (DDP, gloo)", "meas": Col("measured step", unit="ms", fmt="{:.1f}"),
+    return table(out, {"ranks": what, "meas": Col("measured step", unit="ms", fmt="{:.1f}"),
                        "pred": Col("calibrated prediction", unit="ms", fmt="{:.1f}"),
                        "err": Col("error", unit="%", fmt="{:+.1f}"),
-                       "ok": f"within {100 * cal_mod.CHECK_TARGET:.0f} %"})
+                       "ok": f"within {100 * target:.0f} %"})
+
+
+def term_check_table(row: dict):
+    """One check row term by term: measured, predicted and their ratio."""
+    out = [{"term": t, "meas": row["measured"][t] * 1e3, "pred": row["predicted"][t] * 1e3,
+            "ratio": row["measured"][t] / row["predicted"][t]} for t in ("forward", "backward", "optimizer", "step")]
+    return table(out, {"term": "term", "meas": Col("measured", unit="ms", fmt="{:.1f}"),
+                       "pred": Col("calibrated", unit="ms", fmt="{:.1f}"),
+                       "ratio": Col("measured / calibrated", fmt="{:.2f}")})
+
+
+def check_run(shown, backend: str):
+    """The run whose training check has ``backend`` ("gloo": the CPU check; "none": one GPU): the run the page is
+    drawn for when it has one, else the newest committed one, else None."""
+    def has(run):
+        return run is not None and (run.results.get("check") or {}).get("backend") == backend
+    if has(shown.this):
+        return shown.this
+    return next((r for r in reversed(shown.committed) if has(r)), None)
+
+
+def software_text(run) -> str:
+    """The measuring software as the run recorded it (torch, CUDA, driver)."""
+    dev = run.results["device"]
+    env = dev.get("env") or {}
+    parts = [f"PyTorch {env['torch']}" if env.get("torch") else None,
+             f"CUDA {env['cuda']}" if env.get("cuda") else None,
+             f"driver {dev['nvidia_smi']['driver_version']}" if (dev.get("nvidia_smi") or {}).get("driver_version")
+             else None]
+    return ", ".join(p for p in parts if p) or "software not recorded"
 
 
 def check_term_rows(rows: list[dict]) -> list[dict]:
