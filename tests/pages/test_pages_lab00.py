@@ -152,3 +152,18 @@ def test_the_cpu_shape_check_divides_each_rate_by_its_own_best():
 def test_the_original_budget_is_a_given_in_the_data_file():
     b = page.original_budget()
     assert b["a100_usd_per_hour"] > 0 and b["h100_usd_per_hour"] > 0 and "original" in b["source"]
+
+
+def test_the_sweep_section_reads_the_committed_gemm_run():
+    """The GEMM sweep's sustained shapes name the clock-event reasons sampled while they ran, and the host floor is
+    the least time per call of each dtype."""
+    from x4lib.pages import lab00_sweep
+    runs = lab00_sweep.sweep_runs()
+    if not runs:
+        pytest.skip("no committed GEMM sweep")
+    run = runs[-1]
+    rows = lab00_sweep.sustained_rows(run)
+    assert rows and all(r["clock"] and r["reasons"] for r in rows)
+    for d in ("bf16", "fp8_e4m3"):
+        floor = lab00_sweep.host_floor_us(run, d)
+        assert all(1e6 * r["best_s"] >= floor for r in run.results["matmul"] if r["status"] == "ok" and r["dtype"] == d)

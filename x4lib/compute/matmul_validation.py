@@ -1,6 +1,7 @@
 """The matmul model (x4lib.compute.matmul) scored on shapes it was not fitted to: published shape sweeps
-(``x4lib/data/matmul_sweeps.yaml``) and our committed Lab 00 GPU runs (``book/runs/lab00/``), per shape class and
-per precision.
+(``x4lib/data/matmul_sweeps.yaml``), our committed Lab 00 GPU runs (``book/runs/lab00/``) and our GEMM calibration
+sweeps (``book/runs/gemms/``, the GEMMs of real models at decode and training token counts), per shape class and per
+precision.
 
 η is calibrated only on the published best-shape rates of ``x4lib/data/published.yaml``; none of the rows scored
 here is among them. Two hold-outs, both reported:
@@ -113,6 +114,34 @@ def run_rows(runs=None) -> tuple[Row, ...]:
     return tuple(out)
 
 
+def sweep_rows(runs=None) -> tuple[Row, ...]:
+    """Every successful row of our committed GEMM calibration sweeps (``book/runs/gemms/``: the layer GEMMs of
+    Llama 3 8B and 70B at 1 to 8192 tokens, off-grid and short-K shapes), best of the repeats, timed back to back
+    (harness 3). The sweep is not used to calibrate anything: all of it is held out. The achievable bandwidth is the
+    model's own (φ × the datasheet), since the sweep times no copy kernel."""
+    from x4lib.harness import runs as hruns
+    runs = hruns.load_runs("gemms") if runs is None else runs
+    out = []
+    for run in runs:
+        d = run.device
+        cat = d.get("catalog_id")
+        if d["kind"] != "gpu" or not cat or run.quick:
+            continue
+        try:
+            matmul.constants().family_of(cat)
+        except matmul.NoModelError:
+            continue
+        for r in run.results["matmul"]:
+            if r["status"] != "ok":
+                continue
+            what = (f"{r['model']} {r['op']} {r['pass']}, {r['tokens']} tokens" if r["set"] == "model"
+                    else "extra shape")
+            out.append(Row(f"ours: {run.run_id}", cat, r["dtype"], r["m"], r["n"], r["k"],
+                           kernels.matmul_flop(r["m"], r["n"], r["k"]) / r["best_s"], "queued", True, None,
+                           f"GEMM sweep: {what}"))
+    return tuple(out)
+
+
 @dataclasses.dataclass(frozen=True)
 class Scored:
     """A row against the model with η calibrated without its device (``lodo``) and without its source (``loso``)."""
@@ -138,8 +167,8 @@ def score(rows: Iterable[Row]) -> tuple[Scored, ...]:
 
 @functools.lru_cache(maxsize=1)
 def scored_all() -> tuple[Scored, ...]:
-    """Every published sweep row and every row of our committed runs, scored."""
-    return score(published_rows() + run_rows())
+    """Every published sweep row and every row of our committed runs (Lab 00 and the GEMM sweeps), scored."""
+    return score(published_rows() + run_rows() + sweep_rows())
 
 
 def _median_abs(xs) -> float | None:

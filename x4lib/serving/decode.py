@@ -64,6 +64,7 @@ class DecodeEstimate:
     weight_bytes: float
     kv_bytes: float
     achievable_bw_Bps: float
+    kernels_per_layer: float = KERNELS_PER_LAYER
 
     @property
     def step_s(self) -> float:
@@ -88,15 +89,18 @@ class DecodeEstimate:
                           "device_ms": self.t_device_s * 1e3, "host_launch_ms": self.t_host_s * 1e3,
                           "weight_gb": self.weight_bytes / 1e9, "kv_gb": self.kv_bytes / 1e9,
                           "achievable_bw_gb_s": self.achievable_bw_Bps / 1e9,
-                          "kernels_per_layer": KERNELS_PER_LAYER, "model_version": matmul.constants().model_version}}
+                          "kernels_per_layer": self.kernels_per_layer, "model_version": matmul.constants().model_version}}
 
 
 def _gemm(dev, dtype, m, n, k) -> matmul.Prediction:
     return matmul.predict(dev, dtype, m, n, k)
 
 
-def estimate(model, device, batch: int, context: int, mode: str = "graph", dtype: str = "bf16") -> DecodeEstimate:
-    """The achievable time of one decode step (see the module docstring)."""
+def estimate(model, device, batch: int, context: int, mode: str = "graph", dtype: str = "bf16",
+             kernels_per_layer: float | None = None) -> DecodeEstimate:
+    """The achievable time of one decode step (see the module docstring). ``kernels_per_layer``: the kernels one
+    layer of the implementation launches (default: a serving engine's, :data:`KERNELS_PER_LAYER`; a plain-PyTorch
+    decoder launches several times as many, which :func:`measured_checks` counts with the profiler)."""
     c = inference.get(model)
     dev = specs.get(device) if isinstance(device, str) else device
     if mode not in MODES:
@@ -119,16 +123,45 @@ def estimate(model, device, batch: int, context: int, mode: str = "graph", dtype
     kv = inference.model_kv_cache(c, context, batch, "bf16")
     kv_per_layer_B = kv.total_bytes / c.layers
     t_att = t0 + kv_per_layer_B / bw
-    small = (KERNELS_PER_LAYER - TIMED_PER_LAYER) * t0
+    k_layer = KERNELS_PER_LAYER if kernels_per_layer is None else float(kernels_per_layer)
+    if not k_layer >= TIMED_PER_LAYER:
+        raise ValueError(f"kernels per layer must be at least {TIMED_PER_LAYER} (the GEMMs and the attention), "
+                         f"got {kernels_per_layer!r}")
+    small = (k_layer - TIMED_PER_LAYER) * t0
     t_gemm = c.layers * sum(device_time(p) for p in gemms) + device_time(head)
     t_dev = t_gemm + c.layers * (t_att + small)
-    n = c.layers * KERNELS_PER_LAYER + 1
+    n = c.layers * k_layer + 1
     compute = sum(p.t_compute_s for p in gemms if p.t_compute_s > p.t_memory_s) * c.layers \
         + (head.t_compute_s if head.t_compute_s > head.t_memory_s else 0.0)
     b = kernels.DTYPE_BYTES[dtype]
     weights = (sum(n_ * k_ for _, n_, k_ in shapes) * c.layers + c.vocab * D) * b
     return DecodeEstimate(c.id, dev.id, batch, context, mode, dtype, n, t_gemm, c.layers * t_att, c.layers * small,
-                          t_dev, n * t_launch, n * t0, compute, weights, kv.total_bytes, bw)
+                          t_dev, n * t_launch, n * t0, compute, weights, kv.total_bytes, bw, k_layer)
+
+
+def measured_checks(runs=None) -> list[dict]:
+    """Every decode step of our committed GEMM sweeps (``book/runs/gemms/``, plain-PyTorch decoders with random
+    weights, eager and as a CUDA graph) against :func:`estimate` with the kernel count that run's profiler gave
+    (kernels per step − 1, over the layers). Nothing is fitted: t₀, t_L and φ are the matmul model's sourced
+    constants; the kernel count is a property of the implementation that was timed, not of its times."""
+    from x4lib.harness import runs as hruns
+    runs = hruns.load_runs("gemms") if runs is None else runs
+    out = []
+    for run in runs:
+        cat = run.device.get("catalog_id")
+        if run.device.get("kind") != "gpu" or not cat:
+            continue
+        for r in run.results.get("decode", []):
+            if r["status"] != "ok" or not r.get("kernels_per_step") or r["model"] not in inference.models():
+                continue
+            k_layer = (r["kernels_per_step"] - 1) / r["layers"]
+            e = estimate(r["model"], cat, r["batch"], r["context"], r["mode"], r["dtype"], k_layer)
+            meas = min(r["times_s"])
+            out.append({"run": run.run_id, "device": cat, "model": r["model"], "batch": r["batch"],
+                        "context": r["context"], "mode": r["mode"], "kernels_per_layer": k_layer,
+                        "measured_s": meas, "predicted_s": e.step_s, "error": e.step_s / meas - 1,
+                        "bound": e.bound})
+    return out
 
 
 # ------------------------------------------------------------------------------ command line: python -m x4lib decode
@@ -147,12 +180,16 @@ def cli_arguments(p) -> None:
     mode.add_argument("--eager", dest="mode", action="store_const", const="eager",
                       help="every kernel launched by the host")
     p.set_defaults(mode="graph")
+    p.add_argument("--kernels-per-layer", type=cli.number("kernels per layer", TIMED_PER_LAYER, 1000),
+                   default=None, help=f"kernels one layer launches (default {KERNELS_PER_LAYER:g}, a serving "
+                                      "engine's; a plain-PyTorch decoder launches about 40)")
     p.add_argument("--json", action="store_true", help="machine-readable output (schemas/decode_output.schema.json)")
 
 
 def cli_main(args) -> int:
     from x4lib import cli
-    e = estimate(args.model, args.device, int(args.batch), int(args.context), args.mode, args.dtype)
+    e = estimate(args.model, args.device, int(args.batch), int(args.context), args.mode, args.dtype,
+                 args.kernels_per_layer)
     j = e.to_json()
     b = j["basis"]
     cli.emit(j, "\n".join([
