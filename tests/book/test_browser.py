@@ -218,7 +218,6 @@ def test_theory_chapters_have_english_text_and_spanish_summary(page_reports):
     _fail_if(bad, "theory chapters")
 
 
-@pytest.mark.xfail(reason="known regression from the issue 27-32 merges (Lab 00/01/02 and capstone pages): the house-style check fails; tracked in the closing note, to fix next", strict=False)
 def test_widget_pages_show_their_static_fallback_figure(page_reports):
     """The static book cannot run the explorers' callbacks: a loaded figure must follow each widget (stack.md)."""
     widget_pages = [r for r in _loaded(page_reports) if r.widget_views]
@@ -263,7 +262,6 @@ def test_tables_and_outputs_fit_the_column_or_scroll_in_their_own_box(page_repor
                   "inside their own box (x4lib.book.tables.table wraps long text and scrolls in its box)")
 
 
-@pytest.mark.xfail(reason="known regression from the issue 27-32 merges (Lab 00/01/02 and capstone pages): the house-style check fails; tracked in the closing note, to fix next", strict=False)
 def test_long_tables_are_collapsed(page_reports):
     bad = [line for r in _loaded(page_reports) for line in long_table_failures(r, MAX_TABLE_ROWS)]
     _fail_if(bad, f"tables of more than {MAX_TABLE_ROWS} rows shown open (show a compact view, e.g. a pivot, and the "
@@ -276,7 +274,6 @@ def test_no_python_repr_in_the_rendered_text(page_reports):
                   "fmt_value for prose)")
 
 
-@pytest.mark.xfail(reason="known regression from the issue 27-32 merges (Lab 00/01/02 and capstone pages): the house-style check fails; tracked in the closing note, to fix next", strict=False)
 def test_glued_text_is_a_value_not_a_sentence(page_reports):
     bad = [line for r in _loaded(page_reports) for line in glued_sentence_failures(r)]
     _fail_if(bad, "whole sentences glued as text (they render in bold): glue the values, write the sentence")
@@ -287,7 +284,6 @@ def test_figures_are_at_least_600_px_wide(page_reports):
     _fail_if(bad, f"figures narrower than {MIN_FIGURE_WIDTH_PX} px at a {VIEWPORT['width']} px viewport")
 
 
-@pytest.mark.xfail(reason="known regression from the issue 27-32 merges (Lab 00/01/02 and capstone pages): the house-style check fails; tracked in the closing note, to fix next", strict=False)
 def test_figure_text_is_drawn_for_the_width_it_is_shown_at(page_reports, html_root):
     bad = [line for r in _loaded(page_reports) for line in shrunk_figure_failures(r, html_root, MIN_FIGURE_PX_PER_INCH)]
     _fail_if(bad, "figures scaled down so far that their labels and legends are too small to read (make the "

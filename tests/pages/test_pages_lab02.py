@@ -30,5 +30,17 @@ def test_scale_rows_cover_the_four_counts_calibrated_beside_uncalibrated(cal):
     assert "GPUs" in repr(page.scale_table(rows))
 
 
-def test_the_shape_sentence_names_the_split(cal):
-    assert "tensor parallelism" in page.shape_text(cal) and cal.shape["model"] in page.shape_text(cal)
+def test_the_shape_table_names_the_model_and_the_split(cal):
+    text = repr(page.shape_table(cal))
+    assert "tensor parallelism" in text and cal.shape["model"] in text and str(cal.shape["tp"]) in text
+
+
+def test_the_explorer_fallback_is_the_explorers_answer_over_the_sliders_range(cal):
+    rows = page.efficiency_rows(cal)
+    assert [r["efficiency_pct"] for r in rows] == list(range(5, 101, 5))
+    mfus = [r["mfu_pct"] for r in rows]
+    assert all(b > a for a, b in zip(mfus, mfus[1:]))  # faster matmuls, higher MFU
+    steps = [r["step_s"] for r in rows]
+    assert all(b < a for a, b in zip(steps, steps[1:]))
+    marks = page.efficiency_marks(cal)
+    assert any(k.startswith("spec-sheet planner") for k in marks)

@@ -7,8 +7,10 @@ diamonds with the citation in the legend.
 
 Legibility at page width: figures are 7 × 4.4 in at 110 dpi (770 px, shown about 660 px wide in the book's
 text column), with 11 pt axis labels, 10 pt ticks and 9 pt legends placed below the plot when they are long, so
-no legend covers data. Text that comes from data (a device name, a log's label) is escaped before it reaches
-Matplotlib, so a ``$`` is printed, not read as mathtext.
+no legend covers data; a legend below is never wider than the figure (fewer columns, then long labels wrapped),
+since a wider one widens the saved image and the book would shrink all its text to fit the column. Text that
+comes from data (a device name, a log's label) is escaped before it reaches Matplotlib, so a ``$`` is printed,
+not read as mathtext.
 """
 from __future__ import annotations
 
@@ -54,9 +56,35 @@ def _finish(ax, xlabel: str, ylabel: str, legend_below: bool = False, ncols: int
     for old in list(ax.figure.legends):
         old.remove()
     if legend_below or len(handles) > 4:  # under the figure: the axes keep the full width
-        ax.figure.legend(handles, labels, fontsize=LEGEND_PT, loc="outside lower center", ncols=ncols, frameon=False)
+        _legend_below(ax.figure, handles, labels, ncols)
     else:
         ax.legend(fontsize=LEGEND_PT, loc="lower right")
+
+
+def _legend_below(fig, handles, labels, ncols: int):
+    """The figure's legend under the plot, no wider than the figure: fewer columns, then long labels wrapped.
+    A legend wider than the figure widens the saved image (the notebook saves with a tight bounding box), and the
+    book then shrinks the whole figure, text included, to the column's width."""
+    import textwrap
+    renderer = fig.canvas.get_renderer()
+    limit = 0.98 * fig.bbox.width
+
+    def place(labels, n):
+        leg = fig.legend(handles, labels, fontsize=LEGEND_PT, loc="outside lower center", ncols=n, frameon=False)
+        return leg, leg.get_window_extent(renderer).width
+
+    for n in range(max(1, ncols), 0, -1):
+        leg, width = place(labels, n)
+        if width <= limit or n == 1:
+            break
+        leg.remove()
+    chars = max(len(line) for label in labels for line in str(label).splitlines() or [""])
+    while width > limit and chars > 20:  # one column and still too wide: wrap the longest labels
+        chars = max(20, int(chars * limit / width) - 2)
+        wrapped = [textwrap.fill(str(label), chars, break_on_hyphens=False) for label in labels]
+        leg.remove()
+        leg, width = place(wrapped, 1)
+    return leg
 
 
 def roofline(ax, roofs: Sequence[rl.Roofline], intensity_range=(0.1, 3000.0), marks=None, legend_below=None,
@@ -548,4 +576,16 @@ def pair_bars(ax, rows):
     ax.invert_yaxis()
     ax.set_xlim(0, 1.45)
     _finish(ax, "score as a fraction of the better chip (model, upper bounds)", "", legend_below=True, ncols=2)
+    return ax
+
+
+def mfu_vs_efficiency(ax, efficiencies_pct, mfus_pct, label: str, marks=None):
+    """MFU (%, model prediction, dashed) against the matmul efficiency (% of the dense peak); ``marks`` =
+    {label: (efficiency %, MFU %)} marks chosen efficiencies."""
+    ax.plot(efficiencies_pct, mfus_pct, label=text(label), **POINT_STYLES["prediction"])
+    for i, (mark, (e, m)) in enumerate((marks or {}).items()):
+        ax.plot([e], [m], marker="os^v"[i % 4], linestyle="none", color="black", markersize=6, label=text(mark))
+    ax.set_xlim(0, 100)
+    ax.set_ylim(0, None)
+    _finish(ax, "matmul efficiency (% of the dense peak)", "MFU (%, model prediction)", legend_below=True, ncols=1)
     return ax

@@ -292,6 +292,11 @@ def panel_for_run(run: Run, dtype_list=None) -> tuple[list, list]:
     return roofs, series
 
 
+def _run_when(run: Run) -> str:
+    """A run as a legend names it: ours, and when it started (the runs table above the figures gives its id)."""
+    return f"our run of {run.started_utc[:16].replace('T', ' ')} UTC"
+
+
 def panel_for_device(device_id: str, dtype_list, runs=()) -> tuple[list, list]:
     """(rooflines, series) for a catalog device: predictions, others' published points (cited), and any of our
     runs detected as this device."""
@@ -311,7 +316,7 @@ def panel_for_device(device_id: str, dtype_list, runs=()) -> tuple[list, list]:
             series.append(("theirs", f"{d} published [{m['source']}]", [{"x": x, "y": m["value"]}]))
         for run in runs:
             if run.device.get("catalog_id") == device_id:
-                series.append(("ours", f"{d} measured: {run.run_id}", measured_points(run, d)))
+                series.append(("ours", f"{d} measured: {_run_when(run)}", measured_points(run, d)))
     return roofs, series
 
 

@@ -690,12 +690,25 @@ def run_table(results: dict):
 # ------------------------------------------------------------------- fitted on some logs, scored on the others
 
 def fabric_validation_table(rows: list[dict] | None = None):
-    """x4lib.network.validation.validation_rows as the page's table: per fabric, size class and split, the median
-    |model/measured − 1|, the worst log and, at 1 MiB, the worst factor; the target's status (not modelled: a label)."""
-    from x4lib.book.tables import Col, table
+    """x4lib.network.validation.validation_rows as the page's table: a compact view of what the targets are scored
+    on (per fabric and size class, the held-out median |model/measured − 1| and the target's status; not modelled:
+    a label) and, collapsed below it, every fabric, size class and split with its worst log and, at 1 MiB, the
+    worst factor."""
+    from x4lib.book.tables import Col, pivot, table, with_details
     from x4lib.network import validation
     rows = validation.validation_rows() if rows is None else rows
     shown = [r for r in rows if r["split"] != "flagged"]
+    scored = [r for r in shown if r["split"] in ("held out", "not modelled")]
+    compact = pivot(scored, index=("fabric", Col("fabric", wrap=True)), columns="size class",
+                    values={"median |error|": Col("held-out median |model/measured − 1|", fmt="{:.0%}"),
+                            "status": "target"})
+    return with_details(compact, _fabric_full_table(shown),
+                        summary="every fabric, size class and split (logs fitted on, held out, not modelled): the "
+                                "median error, the worst log and the worst 1 MiB factor")
+
+
+def _fabric_full_table(shown: list[dict]):
+    from x4lib.book.tables import Col, table
     return table(shown, {
         "fabric": Col("fabric", wrap=True), "size class": "size class", "split": "logs used as", "logs": "logs",
         "rows": "rows", "median |error|": Col("median |model/measured − 1|", fmt="{:.0%}"),
@@ -718,8 +731,8 @@ def cluster_validation_table():
     from x4lib.book.tables import Col, pivot, table, with_details
     from x4lib.network import validation
     rows = [{**r, "log": validation.short_name(r["file"])} for r in validation.cluster_rows()]
-    modelled = [r for r in rows if r["model / measured"] is not None]
-    compact = pivot(modelled, index=("log", Col("log (theirs)", wrap=True)), columns="size class",
+    modelled = [{**r, "log, used as": f"{r['log']} ({r['split']})"} for r in rows if r["model / measured"] is not None]
+    compact = pivot(modelled, index=("log, used as", Col("log (theirs), used as", wrap=True)), columns="size class",
                     values={"model / measured": Col("model / measured", fmt="{:.2f}")})
     full = table(rows, {"log": Col("log (theirs)", wrap=True), "fabric": Col("fabric", wrap=True),
                         "split": "used as", "NCCL version": "NCCL priced", "size class": "size class",

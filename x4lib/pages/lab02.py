@@ -15,11 +15,20 @@ SCALE_DEVICE = "h100-sxm"
 SCALE_GPUS = (8, 64, 256, 1024)
 
 
-def shape_text(c: cal_mod.Calibration) -> str:
+def shape_rows(c: cal_mod.Calibration) -> list[dict]:
+    """The measured layer's shape, one row per quantity (the page shows it as a small table, not a sentence)."""
     s = c.shape
-    return (f"{s['model']}: hidden {s['hidden']}, {s['heads']} heads ({s['kv_heads']} key/value), MLP {s['ffn']}, "
-            f"{s['seq']} tokens × micro-batch {s['micro_batch']}, split as tensor parallelism {s['tp']} would, "
-            f"{c.dtype.upper()}")
+    return [{"what": "model the layer is taken from", "value": s["model"]},
+            {"what": "hidden size", "value": s["hidden"]},
+            {"what": "attention heads (key/value heads)", "value": f"{s['heads']} ({s['kv_heads']})"},
+            {"what": "MLP width", "value": s["ffn"]},
+            {"what": "tokens per sequence × micro-batch", "value": f"{s['seq']} × {s['micro_batch']}"},
+            {"what": "matrices split as tensor parallelism of degree", "value": s["tp"]},
+            {"what": "precision", "value": c.dtype.upper()}]
+
+
+def shape_table(c: cal_mod.Calibration):
+    return table(shape_rows(c), {"what": Col("measured layer", wrap=True), "value": "value"})
 
 
 def gemm_rows(c: cal_mod.Calibration) -> list[dict]:
@@ -147,33 +156,61 @@ def fit_axes(ax, c: cal_mod.Calibration):
     return ax
 
 
+def _explorer_base(c: cal_mod.Calibration):
+    """The spec-sheet plan the explorer rescales: the 1024-GPU row of the scale table (scale_rows)."""
+    from x4lib.catalog import specs
+    return _fixed_layout_plan(c, scale_model(c), specs.get(SCALE_DEVICE), 1024)[2]
+
+
+def _at_efficiency(base, efficiency: float):
+    """``base`` with its matmuls at ``efficiency`` (a fraction of the dense peak) instead of the planner's."""
+    import dataclasses
+    return dataclasses.replace(base, compute_s=base.compute_s * base.matmul_efficiency / efficiency,
+                               matmul_efficiency=efficiency)
+
+
+def efficiency_rows(c: cal_mod.Calibration, efficiencies_pct=range(5, 101, 5)) -> list[dict]:
+    """The explorer's answer for each matmul efficiency (%): the 1024-GPU step and MFU (model prediction)."""
+    base = _explorer_base(c)
+    return [{"efficiency_pct": e, "step_s": (p := _at_efficiency(base, e / 100)).step_s, "mfu_pct": 100 * p.mfu}
+            for e in efficiencies_pct]
+
+
+def efficiency_marks(c: cal_mod.Calibration) -> dict[str, tuple[float, float]]:
+    """{label: (matmul efficiency %, MFU %)} of the spec-sheet planner and, if the run has a peak, the measurement."""
+    base = _explorer_base(c)
+    marks = {f"spec-sheet planner ({base.matmul_efficiency:.0%} efficiency)":
+             (100 * base.matmul_efficiency, 100 * base.mfu)}
+    if c.matmul_efficiency:
+        p = _at_efficiency(base, c.matmul_efficiency)
+        marks[f"this run's measured efficiency ({c.matmul_efficiency:.0%})"] = (100 * c.matmul_efficiency, 100 * p.mfu)
+    return marks
+
+
+def explorer_fallback_axes(ax, c: cal_mod.Calibration):
+    """The explorer's static version: the 1024-GPU MFU over the slider's range of matmul efficiencies."""
+    from x4lib.book import plots
+    rows = efficiency_rows(c)
+    return plots.mfu_vs_efficiency(ax, [r["efficiency_pct"] for r in rows], [r["mfu_pct"] for r in rows],
+                                   f"{c.shape['model']} on 1024 {SCALE_DEVICE} (model prediction)",
+                                   marks=efficiency_marks(c))
+
+
 def explorer(c: cal_mod.Calibration | None = None, rows_model=None):
     """A slider over the matmul efficiency: the 1024-GPU step and MFU the planner gives with it. Without ``c``,
     the calibration of the newest committed Lab 02 run."""
     if c is None:
         from x4lib import paths
         c = cal_mod.load(sorted((paths.REPO_ROOT / "book" / "runs" / "lab02").glob("*/results.json"))[-1].parent)
-    import dataclasses
-
     import ipywidgets as w
-    from x4lib.catalog import specs
-    from x4lib.training import planner
-    dev = specs.get(SCALE_DEVICE)
-    s = c.shape
-    mdl = scale_model(c)
-    lay = planner.Layout(tp=s["tp"], pp=1, dp=1024 // s["tp"], cp=1, zero=1, micro_batch=s["micro_batch"],
-                         recompute="none")
-    gbt = 1024 // s["tp"] * s["micro_batch"] * mdl.seq
-    base = planner.evaluate(mdl, lay, dev, gbt)
+    base = _explorer_base(c)
+    start = round(100 * (c.matmul_efficiency or 0.5))
 
-    def show(efficiency=round(100 * (c.matmul_efficiency or 0.5))):
-        fake = dataclasses.replace(c, peak_flop_per_s=None)
-        e = efficiency / 100
-        p = dataclasses.replace(base, compute_s=base.compute_s * base.matmul_efficiency / e, matmul_efficiency=e)
+    def show(efficiency=start):
+        p = _at_efficiency(base, efficiency / 100)
         print(f"matmul efficiency {efficiency} %: step {p.step_s:.3f} s, MFU {p.mfu:.1%} "
-              f"(spec-sheet planner: {base.step_s:.3f} s, {base.mfu:.1%}); {fake.shape['model']}")
-    return w.interactive(show, efficiency=w.IntSlider(value=round(100 * (c.matmul_efficiency or 0.5)),
-                                                      min=5, max=100, step=5))
+              f"(spec-sheet planner: {base.step_s:.3f} s, {base.mfu:.1%}); {c.shape['model']}")
+    return w.interactive(show, efficiency=w.IntSlider(value=start, min=5, max=100, step=5))
 
 
 def scale_model(c: cal_mod.Calibration):
@@ -202,11 +239,7 @@ def plan_rows(cal: cal_mod.Calibration, device_id: str, gpus_list=SCALE_GPUS, gl
                                  kv_heads=s["kv_heads"], seq=s["seq"], ffn=s["ffn"], name=s.get("model", "model"))
     rows = []
     for g in gpus_list:
-        dp = g // s["tp"]
-        gbt = global_batch_tokens or max(dp * s["micro_batch"] * mdl.seq, 1024 * mdl.seq)
-        gbt -= gbt % (dp * s["micro_batch"] * mdl.seq)
-        lay = planner.Layout(tp=s["tp"], pp=1, dp=dp, cp=1, zero=1, micro_batch=s["micro_batch"], recompute="none")
-        base = planner.evaluate(mdl, lay, dev, gbt)
+        lay, gbt, base = _fixed_layout_plan(cal, mdl, dev, g, global_batch_tokens)
         cal_plan, warn = cal_mod.calibrated_plan(base, cal)
         rows.append({"gpus": g, "layout": lay.label(), "global_batch_tokens": gbt,
                      "uncalibrated_step_s": base.step_s, "calibrated_step_s": cal_plan.step_s,
@@ -214,6 +247,19 @@ def plan_rows(cal: cal_mod.Calibration, device_id: str, gpus_list=SCALE_GPUS, gl
                      "exposed_comm_s": base.exposed_comm_s, "fits": base.fits, "warnings": warn})
     return rows
 
+
+
+def _fixed_layout_plan(cal: cal_mod.Calibration, mdl, dev, gpus: int, global_batch_tokens: int | None = None):
+    """(layout, global batch in tokens, spec-sheet plan) on ``gpus`` devices: the measured tensor-parallel degree
+    and micro-batch, ZeRO-1, pipeline 1, data parallelism filling the rest; without ``global_batch_tokens``, at least
+    1024 sequences, a whole number of micro-batches per replica."""
+    from x4lib.training import planner
+    s = cal.shape
+    dp = gpus // s["tp"]
+    gbt = global_batch_tokens or max(dp * s["micro_batch"] * mdl.seq, 1024 * mdl.seq)
+    gbt -= gbt % (dp * s["micro_batch"] * mdl.seq)
+    lay = planner.Layout(tp=s["tp"], pp=1, dp=dp, cp=1, zero=1, micro_batch=s["micro_batch"], recompute="none")
+    return lay, gbt, planner.evaluate(mdl, lay, dev, gbt)
 
 
 def run_dir_of(run) -> Path:
