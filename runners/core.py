@@ -152,6 +152,34 @@ def sliced_kernel_waits(slice_s: float = POLL_SLICE_S):
         AsyncZMQSocketChannel.get_msg = original
 
 
+@contextlib.contextmanager
+def quiet_interrupt():
+    """While a notebook renders, Ctrl-C first silences the loggers of the notebook machinery (nbclient's "Kernel
+    died while waiting", asyncio's "Task exception was never retrieved" with its traceback, printed when the
+    interrupted client's tasks are collected) and then raises KeyboardInterrupt as usual, so the command ends with
+    its one "interrupted" line (exit 130). Only in the main thread, and only where SIGINT is not ignored."""
+    import logging
+    import signal
+    import threading
+    if threading.current_thread() is not threading.main_thread() or \
+            signal.getsignal(signal.SIGINT) in (signal.SIG_IGN, None):
+        yield
+        return
+    previous = signal.getsignal(signal.SIGINT)
+
+    def on_interrupt(signum, frame):
+        for name in ("asyncio", "nbclient", "papermill", "traitlets", "jupyter_client"):
+            logging.getLogger(name).setLevel(logging.CRITICAL + 1)
+        logging.getLogger().setLevel(logging.CRITICAL + 1)
+        signal.default_int_handler(signum, frame)
+
+    signal.signal(signal.SIGINT, on_interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 def execute_notebook(notebook: Path, out: Path, parameters: dict, cell_timeout_s: float = CELL_TIMEOUT_S) -> None:
     """Execute a lab notebook with papermill (kernel in book/, as in the book build), each cell limited to
     ``cell_timeout_s``. On a loaded machine a kernel and its client can both end up waiting for a message the
@@ -160,13 +188,15 @@ def execute_notebook(notebook: Path, out: Path, parameters: dict, cell_timeout_s
     import papermill as pm
     for attempt in (1, 2):
         try:
-            with sliced_kernel_waits():
+            with sliced_kernel_waits(), quiet_interrupt():
                 pm.execute_notebook(str(notebook), str(out), parameters=parameters, cwd=str(ROOT / "book"),
                                     progress_bar=False, log_output=False, kernel_name="python3",
                                     execution_timeout=cell_timeout_s,
-                                    # the kernel talks to this process over loopback: its warning that TCP is
-                                    # unencrypted is noise on every render's stderr
-                                    extra_arguments=["--IPKernelApp.log_level=ERROR"])
+                                    # the kernel's own log is noise on this command's stderr: its warning that
+                                    # TCP is unencrypted (it talks to this process over loopback) on every render,
+                                    # and after a Ctrl-C the traceback of the reply it can no longer send. A
+                                    # cell's errors reach this process as messages, not through that log.
+                                    extra_arguments=["--IPKernelApp.log_level=CRITICAL"])
             return
         except Exception as exc:  # noqa: BLE001 — only a timed-out or dead kernel is retried
             if attempt == 2 or type(exc).__name__ not in ("CellTimeoutError", "DeadKernelError", "TimeoutError"):

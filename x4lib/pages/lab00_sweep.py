@@ -54,14 +54,14 @@ def summary(scored) -> dict:
 
 def worst_rows(scored, n: int = 10) -> list[dict]:
     worst = sorted(scored, key=lambda s: -abs(s.error("device")))[:n]
-    return [{"dtype": s.row.dtype, "shape": s.row.shape, "what": s.row.note.removeprefix("GEMM sweep: "),
+    return [{"device": s.row.device, "dtype": s.row.dtype, "shape": s.row.shape, "what": s.row.note.removeprefix("GEMM sweep: "),
              "meas": s.row.measured_flop_per_s / 1e12, "pred": s.lodo.rate_flop_per_s / 1e12,
              "err": 100 * s.error("device"), "bound": s.lodo.bound} for s in worst]
 
 
 def worst_table(scored, n: int = 10):
     return table(worst_rows(scored, n), {
-        "dtype": "dtype", "shape": "M×N×K", "what": Col("GEMM", wrap=True),
+        "device": "device", "dtype": "dtype", "shape": "M×N×K", "what": Col("GEMM", wrap=True),
         "meas": Col("measured", unit="TFLOP/s", fmt="{:,.1f}"), "pred": Col("model", unit="TFLOP/s", fmt="{:,.1f}"),
         "err": Col("error", unit="%", fmt="{:+.0f}"), "bound": "model's bound"})
 
@@ -166,3 +166,46 @@ def decode_summary(rows) -> dict:
             "kernels_per_layer_engine": decode.KERNELS_PER_LAYER, "median_abs": statistics.median(abs(r["error"]) for r in rows),
             "worst": max((abs(r["error"]) for r in rows), default=float("nan")),
             **{f"{m}_median": statistics.median(v) for m, v in by.items() if v}}
+
+
+def mechanism_rows(runs) -> list[dict]:
+    """Per sweep run: the host floor of each dtype's call [µs] and the median sustained clock of each dtype [MHz]."""
+    out = []
+    for run in runs:
+        b, f = sustained_clock(run, "bf16"), sustained_clock(run, "fp8_e4m3")
+        out.append({"device": run.device["detected_name"], "floor_bf16": host_floor_us(run, "bf16"),
+                    "floor_fp8": host_floor_us(run, "fp8_e4m3"), "clock_bf16": b, "clock_fp8": f,
+                    "drop": 100 * (1 - f / b)})
+    return out
+
+
+def mechanism_table(runs):
+    return table(mechanism_rows(runs), {
+        "device": "GPU (as detected)", "floor_bf16": Col("least time per call, BF16", unit="µs", fmt="{:.1f}"),
+        "floor_fp8": Col("least time per call, FP8", unit="µs", fmt="{:.1f}"),
+        "clock_bf16": Col("sustained SM clock, BF16", unit="MHz", fmt="{:,.0f}"),
+        "clock_fp8": Col("sustained SM clock, FP8", unit="MHz", fmt="{:,.0f}"),
+        "drop": Col("FP8 clock below BF16's", unit="%", fmt="{:.0f}")})
+
+
+def sampled_clock_rows(lab00_runs) -> list[dict]:
+    """The largest shape of each dtype in our Lab 00 runs of harness method 3: what nvidia-smi sampled while it ran."""
+    out = []
+    for run in lab00_runs:
+        for r in run.results["matmul"]:
+            ev = hdevice.clock_evidence(r.get("gpu_samples"))
+            if not ev:
+                continue
+            out.append({"device": run.device["detected_name"], "dtype": r["dtype"],
+                        "shape": f"{r['m']}×{r['n']}×{r['k']}", "clock": ev["sm_mhz_median"],
+                        "clock_min": ev["sm_mhz_min"], "power": ev["power_w_max"], "limit": ev["power_limit_w"],
+                        "reasons": ", ".join(ev["reasons_active"] or []) or "none Active"})
+    return out
+
+
+def sampled_clock_table(lab00_runs):
+    return table(sampled_clock_rows(lab00_runs), {
+        "device": "GPU (as detected)", "dtype": "dtype", "shape": "M×N×K",
+        "clock": Col("SM clock, median", unit="MHz", fmt="{:,.0f}"),
+        "clock_min": Col("SM clock, least", unit="MHz", fmt="{:,.0f}"), "power": Col("power, most", unit="W", fmt="{:.0f}"),
+        "limit": Col("power limit", unit="W", fmt="{:.0f}"), "reasons": Col("clock-event reasons Active", wrap=True)})

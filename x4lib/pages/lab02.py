@@ -264,3 +264,19 @@ def _fixed_layout_plan(cal: cal_mod.Calibration, mdl, dev, gpus: int, global_bat
 
 def run_dir_of(run) -> Path:
     return Path(run.path)
+
+
+def gpu_check_table(shown):
+    """The single-GPU check of every GPU run shown (committed, or this one): device, measured, predicted, error."""
+    runs = [r for r in shown.runs if (r.results.get("check") or {}).get("backend") == "none"]
+    out = []
+    for run in runs:
+        row = cal_mod.check_rows(run.path)[0]
+        target = cal_mod.check_target(run.results)
+        out.append({"device": run.results["device"]["detected_name"], "meas": row["measured_s"] * 1e3,
+                    "pred": row["predicted_s"] * 1e3, "err": 100 * row["error"],
+                    "ok": "yes" if abs(row["error"]) <= target else "no"})
+    return table(out, {"device": "GPU (as detected)", "meas": Col("measured step", unit="ms", fmt="{:.1f}"),
+                       "pred": Col("calibrated prediction", unit="ms", fmt="{:.1f}"),
+                       "err": Col("error", unit="%", fmt="{:+.1f}"),
+                       "ok": f"within {100 * cal_mod.GPU_CHECK_TARGET:.0f} %"})
