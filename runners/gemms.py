@@ -99,11 +99,7 @@ def measure(ctx):
     from runners.core import Measured
     from x4lib.harness import bench, decode_bench, device
     params = ctx.params
-    kind = ctx.profile["expects"]["kind"]
-    if kind not in ("cpu", "gpu"):
-        raise profiles.ProfileError(f"profile {ctx.profile['name']!r} ({kind}) has no {NAME} runner")
-    dev = device.detect(torch, "cpu" if kind == "cpu" else "cuda")
-    profiles.check_device(ctx.profile, dev)
+    dev = profiles.detect_for(ctx, torch, NAME)
     tdev = dev["torch_device"]
     if tdev == "cpu":
         torch.set_num_threads(max(1, dev["cpu"]["physical_cores"]))

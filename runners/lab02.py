@@ -95,7 +95,7 @@ def measure(ctx):
     import torch
 
     from runners.core import Measured
-    from x4lib.harness import bench, device
+    from x4lib.harness import bench
     from x4lib.harness import layer_bench as lb
     params = ctx.params
     shape = shape_from(ctx)
@@ -104,11 +104,7 @@ def measure(ctx):
     if check:
         check = {**check}
         _check_dims({**check, "tp": 1})
-    kind = ctx.profile["expects"]["kind"]
-    if kind not in ("cpu", "gpu"):
-        raise profiles.ProfileError(f"profile {ctx.profile['name']!r} ({kind}) has no {NAME} runner")
-    dev = device.detect(torch, "cpu" if kind == "cpu" else "cuda")
-    profiles.check_device(ctx.profile, dev)
+    dev = profiles.detect_for(ctx, torch, NAME)
     tdev = dev["torch_device"]
     threads = int(params.get("threads", 1)) if tdev == "cpu" else 0
     if tdev == "cpu":

@@ -74,3 +74,15 @@ def check_device(profile: dict, dev: dict, min_devices: int | None = None) -> No
     need = min_devices if min_devices is not None else exp["min_devices"]
     if dev["count"] < need:
         raise WrongDevice(f"profile {profile['name']!r} needs {need} GPUs; found {dev['count']}")
+
+
+def detect_for(ctx, torch, lab: str) -> dict:
+    """The device a CPU or GPU profile measures, detected and checked against the profile (exit 2 on another
+    machine, or for a profile of another kind, e.g. a cluster)."""
+    from x4lib.harness import device
+    kind = ctx.profile["expects"]["kind"]
+    if kind not in ("cpu", "gpu"):
+        raise ProfileError(f"profile {ctx.profile['name']!r} ({kind}) has no {lab} runner")
+    dev = device.detect(torch, "cpu" if kind == "cpu" else "cuda")
+    check_device(ctx.profile, dev)
+    return dev

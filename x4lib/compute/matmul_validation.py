@@ -87,12 +87,8 @@ def published_rows() -> tuple[Row, ...]:
     return tuple(out)
 
 
-def run_rows(runs=None) -> tuple[Row, ...]:
-    """Every successful matmul row of our committed Lab 00 GPU runs on a modelled catalog device (best of the
-    repeats), with the run's best copy/triad bandwidth."""
-    from x4lib.harness import runs as hruns
-    runs = hruns.load_runs("lab00") if runs is None else runs
-    out = []
+def _modelled_gpu_runs(runs):
+    """(run, catalog id) for each full (not quick) GPU run on a device the matmul model covers."""
     for run in runs:
         d = run.device
         cat = d.get("catalog_id")
@@ -102,6 +98,16 @@ def run_rows(runs=None) -> tuple[Row, ...]:
             matmul.constants().family_of(cat)
         except matmul.NoModelError:
             continue
+        yield run, cat
+
+
+def run_rows(runs=None) -> tuple[Row, ...]:
+    """Every successful matmul row of our committed Lab 00 GPU runs on a modelled catalog device (best of the
+    repeats), with the run's best copy/triad bandwidth."""
+    from x4lib.harness import runs as hruns
+    runs = hruns.load_runs("lab00") if runs is None else runs
+    out = []
+    for run, cat in _modelled_gpu_runs(runs):
         bw = max((kernels.vector_bytes(x["kernel"], x["elements"], x.get("element_bytes", 4)) / x["best_s"]
                   for x in run.results["memory_bw"] if x["status"] == "ok"), default=None)
         timing = "synced" if run.results.get("method_version", 1) <= 2 else "queued"
@@ -122,15 +128,7 @@ def sweep_rows(runs=None) -> tuple[Row, ...]:
     from x4lib.harness import runs as hruns
     runs = hruns.load_runs("gemms") if runs is None else runs
     out = []
-    for run in runs:
-        d = run.device
-        cat = d.get("catalog_id")
-        if d["kind"] != "gpu" or not cat or run.quick:
-            continue
-        try:
-            matmul.constants().family_of(cat)
-        except matmul.NoModelError:
-            continue
+    for run, cat in _modelled_gpu_runs(runs):
         for r in run.results["matmul"]:
             if r["status"] != "ok":
                 continue
