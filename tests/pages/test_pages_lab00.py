@@ -167,3 +167,13 @@ def test_the_sweep_section_reads_the_committed_gemm_run():
     for d in ("bf16", "fp8_e4m3"):
         floor = lab00_sweep.host_floor_us(run, d)
         assert all(1e6 * r["best_s"] >= floor for r in run.results["matmul"] if r["status"] == "ok" and r["dtype"] == d)
+
+
+def test_a_long_gap_table_shows_a_compact_view_and_every_row_collapsed():
+    from x4lib.book.tables import TableWithDetails
+    from x4lib.harness import runs
+    committed = runs.load_runs("lab00")
+    rows = page.gap_rows(committed, None)
+    shown = page.gap_table(committed, None, max_rows=5)
+    assert isinstance(shown, TableWithDetails) and len(shown.full) == len(rows)
+    assert 0 < len(shown.compact) <= 5

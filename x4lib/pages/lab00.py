@@ -558,15 +558,24 @@ def profile(name: str) -> dict:
 
 # ------------------------------------------------------------------------------------------------- tables
 
-def gap_table(runs, this: Run | None):
-    from x4lib.book.tables import Col, table
-    return table(gap_rows(runs, this), {
+def gap_table(runs, this: Run | None, max_rows: int = 20):
+    """The gap table; beyond ``max_rows`` rows, the BF16 rows and the CPU prediction shown, every row collapsed
+    below them."""
+    from x4lib.book.tables import Col, table, with_details
+    rows = gap_rows(runs, this)
+    cols = {
         "device": Col("device", wrap=True), "dtype": "dtype", "peak (TFLOP/s)": Col("peak", "TFLOP/s", "{:,.4g}"),
         "peak source": "peak source", "shape": "shape",
         "roofline (TFLOP/s)": Col("roofline", "TFLOP/s", "{:,.4g}"),
         "predicted achievable (TFLOP/s)": Col("predicted achievable", "TFLOP/s", "{:,.4g}"),
         "measured best (TFLOP/s)": Col("measured best", "TFLOP/s", "{:,.4g}"),
-        "measured by": Col("measured by", wrap=True), "efficiency": Col("efficiency", fmt="{:.0%}")})
+        "measured by": Col("measured by", wrap=True), "efficiency": Col("efficiency", fmt="{:.0%}")}
+    if len(rows) <= max_rows:
+        return table(rows, cols)
+    compact = [r for r in rows if r["dtype"] == "bf16" or r["measured best (TFLOP/s)"] is None
+               or (this is not None and r["device"] == this.device_label)]
+    return with_details(table(compact[:max_rows], cols), table(rows, cols),
+                        f"All {len(rows)} rows (every dtype of every run)")
 
 
 def memory_table(runs=()):
