@@ -46,14 +46,14 @@ def test_every_sweep_source_is_in_the_bibliography():
 def test_the_gemm_sweep_is_held_out_and_scored_per_class_and_dtype():
     """Every row of our committed GEMM sweeps is scored (none calibrates η); BF16 stays within the class target and
     the Lab 00 page's per-class table covers each (class, dtype) it has rows for."""
-    from x4lib.pages import lab00_sweep
+    from x4lib.pages import lab00_gpu
     rows = v.sweep_rows()
     if not rows:
         pytest.skip("no committed GEMM sweep")
     assert all(r.ours and r.timing == "queued" and r.note.startswith("GEMM sweep") for r in rows)
     scored = v.score(rows)
-    s = lab00_sweep.summary(scored)
+    s = lab00_gpu.summary(scored)
     assert s["rows"] == len(rows) and s["by_dtype"]["bf16"] <= v.TARGETS["class"]
-    table_rows = lab00_sweep.class_dtype_rows(scored)
+    table_rows = lab00_gpu.class_dtype_rows(scored)
     assert sum(r["rows"] for r in table_rows) == len(rows)
     assert {(r.shape_class, r.dtype) for r in rows} == {(r["class"], r["dtype"]) for r in table_rows}

@@ -157,15 +157,15 @@ def test_the_original_budget_is_a_given_in_the_data_file():
 def test_the_sweep_section_reads_the_committed_gemm_run():
     """The GEMM sweep's sustained shapes name the clock-event reasons sampled while they ran, and the host floor is
     the least time per call of each dtype."""
-    from x4lib.pages import lab00_sweep
-    runs = lab00_sweep.sweep_runs()
+    from x4lib.pages import lab00_gpu
+    runs = lab00_gpu.sweep_runs()
     if not runs:
         pytest.skip("no committed GEMM sweep")
     run = runs[-1]
-    rows = lab00_sweep.sustained_rows(run)
+    rows = lab00_gpu.sustained_rows(run)
     assert rows and all(r["clock"] and r["reasons"] for r in rows)
     for d in ("bf16", "fp8_e4m3"):
-        floor = lab00_sweep.host_floor_us(run, d)
+        floor = lab00_gpu.host_floor_us(run, d)
         assert all(1e6 * r["best_s"] >= floor for r in run.results["matmul"] if r["status"] == "ok" and r["dtype"] == d)
 
 

@@ -6,7 +6,7 @@ import pytest
 from conftest import ROOT
 from x4lib.network import collectives, nccl_tests, nccl_tuner, sizes
 from x4lib.harness import runs
-from x4lib.pages import lab01 as page
+from x4lib.pages import lab01 as page, lab01_fit
 
 V1 = ROOT / "tests" / "data" / "runs" / "lab01-v1"
 
@@ -202,12 +202,12 @@ def test_describe_sweep():
 def test_the_fabric_section_names_every_held_out_miss_and_the_unmodelled():
     from x4lib.network import validation
     rows = validation.validation_rows()
-    text = page.fabric_targets_markdown(rows)
+    text = lab01_fit.fabric_targets_markdown(rows)
     for r in rows:
         if r["split"] == "held out" and r["status"].startswith("missed"):
             assert f"{r['fabric']}, {r['size class']}: {r['worst log']}" in text
     assert "RCCL (MI300X)" in text and "GPUDirect-TCPXO" in text
-    t = page.fabric_validation_table(rows)
+    t = lab01_fit.fabric_validation_table(rows)
     assert len(t.full) == len([r for r in rows if r["split"] != "flagged"])
     assert len(t.compact) <= 20  # the compact view; the full table is collapsed (long_table check of the browser)
     assert "not modelled" in t.to_text()
@@ -215,4 +215,4 @@ def test_the_fabric_section_names_every_held_out_miss_and_the_unmodelled():
 
 def test_the_tuner_csv_shown_on_the_page_is_the_commands():
     from x4lib.network import clusters, collectives
-    assert page.tuner_csv_head() == collectives.tuner_csv(clusters.get("2x8-h100-ib400"))
+    assert lab01_fit.tuner_csv_head() == collectives.tuner_csv(clusters.get("2x8-h100-ib400"))

@@ -1,11 +1,13 @@
-"""Page helpers of Lab 00's GEMM calibration sweep (book/lab-00-roofline.md, "The GEMMs of real models" and
-"Decode, end to end"): our committed sweeps (``book/runs/gemms/``, runners/gemms.py) against the matmul model and
-the decode model, per shape class and dtype, with the clock each sustained shape ran at.
+"""Page helpers of Lab 00's sections on our GPU runs (book/lab-00-roofline.md, "Our GPU runs" to "Decode, end to
+end"): what each committed GPU run is and the clock evidence it holds; our committed GEMM calibration sweeps
+(``book/runs/gemms/``, runners/gemms.py) against the matmul model and the decode model, per shape class and dtype,
+with the clock each sustained shape ran at.
 
 Every row here is ours, measured; nothing in it calibrates the models it is set against.
 """
 from __future__ import annotations
 
+import dataclasses
 import statistics
 
 from x4lib.book.tables import Col, table, with_details
@@ -13,6 +15,116 @@ from x4lib.compute import kernels, matmul
 from x4lib.compute import matmul_validation as mv
 from x4lib.harness import device as hdevice
 from x4lib.harness import runs as hruns
+from x4lib.harness.runs import Run
+from x4lib.catalog import specs
+
+# ---------------------------------------------------------------------------------- what our GPU runs are
+
+def gpu_runs(runs) -> list[Run]:
+    """The committed full (not quick) GPU runs, in start order."""
+    return [r for r in runs if r.committed and not r.quick and r.device["kind"] == "gpu"]
+
+
+def gpu_run_rows(runs) -> list[dict]:
+    """What each GPU run is: the device it detected, when, the software, the harness method and the host CPU."""
+    out = []
+    for r in gpu_runs(runs):
+        d, env = r.device, r.device.get("env", {})
+        smi = d.get("nvidia_smi_before") or d.get("nvidia_smi") or {}
+        out.append({"run": r.run_id, "device detected": d["detected_name"], "catalog id": d.get("catalog_id") or "—",
+                    "GPUs": d.get("count", 1), "started (UTC)": r.started_utc,
+                    "driver": smi.get("driver_version", "—"), "CUDA": env.get("cuda") or "—",
+                    "PyTorch": env.get("torch", "—"), "harness method": r.results.get("method_version"),
+                    "host CPU": (d.get("cpu") or {}).get("model_name", "—")})
+    return out
+
+
+def gpu_run_table(runs):
+    from x4lib.book.tables import Col, table
+    return table(gpu_run_rows(runs), {
+        "device detected": Col("device detected", wrap=True), "catalog id": "catalog id", "GPUs": "GPUs",
+        "started (UTC)": "started (UTC)", "driver": "driver", "CUDA": "CUDA", "PyTorch": "PyTorch",
+        "harness method": "harness method", "host CPU": Col("host CPU", wrap=True), "run": Col("run", wrap=True)})
+
+
+@dataclasses.dataclass(frozen=True)
+class ClockReading:
+    """The clock evidence one GPU run holds: the SM clock nvidia-smi read after the matmul sweep [MHz], its maximum,
+    the clock the catalog's tensor peak assumes, the power then [W] against the limit, and whether any clock-event
+    reason was sampled while the kernels ran (harness method 3)."""
+    run_id: str
+    device: str
+    after_mhz: float | None
+    max_mhz: float | None
+    peak_clock_mhz: float | None
+    power_w: float | None
+    power_limit_w: float | None
+    temperature_c: float | None
+    reasons_sampled: bool
+    reasons_active: tuple[str, ...]
+
+    @property
+    def after_over_peak_clock(self) -> float | None:
+        return self.after_mhz / self.peak_clock_mhz if self.after_mhz and self.peak_clock_mhz else None
+
+
+def clock_readings(runs) -> list[ClockReading]:
+    """:class:`ClockReading` of every committed GPU run."""
+    from x4lib.harness import device as hdev
+    out = []
+    for r in gpu_runs(runs):
+        after = r.device.get("nvidia_smi_after") or {}
+        cat = r.device.get("catalog_id")
+        basis = specs.get(cat).peak_basis if cat else None
+        evs = [e for row in r.results["matmul"] if (e := hdev.clock_evidence(row.get("gpu_samples")))]
+        active = sorted({a for e in evs for a in (e["reasons_active"] or ())})
+
+        def num(key):
+            v = after.get(key)
+            return float(v) if isinstance(v, (int, float)) else None
+        out.append(ClockReading(r.run_id, r.device_label, num("clocks.sm"), num("clocks.max.sm"),
+                                float(basis["clock_mhz"]) if basis else None, num("power.draw"), num("power.limit"),
+                                num("temperature.gpu"), bool(evs), tuple(active)))
+    return out
+
+
+def clock_rows(runs) -> list[dict]:
+    return [{"device": c.device, "SM clock after the sweep (MHz)": c.after_mhz, "maximum SM clock (MHz)": c.max_mhz,
+             "clock the tensor peak assumes (MHz)": c.peak_clock_mhz, "after / peak clock": c.after_over_peak_clock,
+             "power then (W)": c.power_w, "power limit (W)": c.power_limit_w, "GPU temperature (°C)": c.temperature_c,
+             "clock-event reasons during the sweep": (", ".join(c.reasons_active) or "sampled: none Active")
+             if c.reasons_sampled else "not recorded"} for c in clock_readings(runs)]
+
+
+def clock_table(runs):
+    from x4lib.book.tables import Col, table
+    return table(clock_rows(runs), {
+        "device": Col("device", wrap=True),
+        "SM clock after the sweep (MHz)": Col("SM clock after the sweep", "MHz", "{:,.0f}"),
+        "maximum SM clock (MHz)": Col("maximum SM clock", "MHz", "{:,.0f}"),
+        "clock the tensor peak assumes (MHz)": Col("clock the tensor peak assumes", "MHz", "{:,.0f}"),
+        "after / peak clock": Col("after / peak clock", fmt="{:.2f}"),
+        "power then (W)": Col("power then", "W", "{:,.0f}"), "power limit (W)": Col("power limit", "W", "{:,.0f}"),
+        "GPU temperature (°C)": Col("GPU temperature", "°C", "{:.0f}"),
+        "clock-event reasons during the sweep": Col("clock-event reasons during the sweep", wrap=True)})
+
+
+def idle_capture_reasons(path) -> dict:
+    """The clock-event reasons and their counters in a stored ``nvidia-smi -q`` capture: {"active": [...],
+    "not_active": n, "counters_nonzero": [...], "counters": n} (read with x4lib.doctor.gpu_state)."""
+    from pathlib import Path
+
+    from x4lib.doctor import gpu_state
+    (gpu,) = gpu_state.parse_smi(Path(path).read_text(encoding="utf-8"))
+    reasons = [e for e in gpu if len(e.path) >= 2 and e.path[-2] in ("Clocks Event Reasons", "Clocks Throttle Reasons")]
+    counters = [e for e in gpu if len(e.path) >= 2 and e.path[-2] == "Clocks Event Reasons Counters"]
+    return {"active": [e.path[-1] for e in reasons if e.value == "Active"],
+            "not_active": sum(e.value == "Not Active" for e in reasons),
+            "counters_nonzero": [e.path[-1] for e in counters if e.value.split()[0] not in ("0", "N/A")],
+            "counters": len(counters)}
+
+
+# ------------------------------------------------------------------------------------- the GEMM sweep
 
 
 def sweep_runs():
