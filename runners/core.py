@@ -45,7 +45,7 @@ class RunFailed(RuntimeError):
 
 @dataclasses.dataclass(frozen=True)
 class Measured:
-    """What a lab's measure() returns: the results.json document, extra files {name: text | Path} and the
+    """What a lab's measure() returns: the results.json document, extra files {name: text | bytes | Path} and the
     device name the run id is labelled with (the device detected, never the profile's)."""
     results: dict
     files: dict
@@ -283,6 +283,8 @@ def run(lab, args) -> Path | None:
                 target = staged.path / name
                 if isinstance(content, Path):
                     target.write_bytes(content.read_bytes())
+                elif isinstance(content, bytes):
+                    target.write_bytes(content)
                 else:
                     target.write_text(content, encoding="utf-8")
             _validate(measured.results, lab.NAME)

@@ -195,7 +195,8 @@ def import_log(ctx):
         raise profiles.ProfileError(f"--import-log is for cluster profiles; {profile['name']!r} is a "
                                     f"{profile['expects']['kind']} profile")
     try:
-        parsed = nccl_log.read_path(log)
+        data = nccl_log.read_bytes(log)  # read once: what is parsed is what is stored and hashed
+        parsed, text = nccl_log.read_data(data, str(log))
     except nccl_log.NcclLogError as exc:
         raise (CheckFailed if exc.exit_code == 1 else BadLog)(str(exc)) from None
     if not parsed.ranks:
@@ -226,12 +227,12 @@ def import_log(ctx):
     if not rows:
         raise CheckFailed(f"{log}: no complete data rows with size > 0: nothing usable")
     now = rundir.utc_now()
-    data = log.read_bytes()
+    copy_name, copy, log_copy = stored_copy(log.name, data, text, parsed)
     results = {
         "schema_version": SCHEMA_VERSION, "lab": NAME, "profile": profile["name"], "quick": False,
         "method_version": IMPORT_METHOD_VERSION, "started_utc": now, "imported_utc": now, "measured_utc": None,
         "command": ctx.command, "source": SOURCE_IMPORTED, "parser": f"x4lib.network.nccl_log {nccl_log.METHOD_VERSION}",
-        "log_file": log.name, "log_sha256": hashlib.sha256(data).hexdigest(),
+        "log_file": log.name, "log_sha256": hashlib.sha256(data).hexdigest(), "log_copy": log_copy,
         "backend": "rccl" if parsed.tool == "rccl-tests" else "nccl", "nranks": n_ranks, "nhosts": nhosts,
         "timing": "nccl-tests: mean iteration time, averaged over ranks (default -a 1)",
         "warmup": parsed.warmup_iters, "iters": parsed.iters,
@@ -246,12 +247,32 @@ def import_log(ctx):
                                                     "mean over ranks)", "rows": rows}],
         "warnings": list(parsed.warnings),
     }
-    return Measured(results, {stored_log_name(log.name): log}, names[0], render=False)
+    return Measured(results, {copy_name: copy}, names[0], render=False)
 
 
 #: names a run directory uses for itself: a log of such a name is stored as IMPORTED_LOG_NAME
 RUN_DIR_NAMES = ("results.json", "results.incomplete.json", "lab01.ipynb")
 IMPORTED_LOG_NAME = "imported-nccl-tests.log"
+
+
+#: a log up to this size is stored whole; a larger one (NCCL_DEBUG=INFO output, a paste of many runs) as the
+#: excerpt of the lines the reader used (nccl_log.excerpt), so a run holds what it needs, never a copy of 64 MiB
+STORE_WHOLE_LOG_BYTES = 2**20
+
+
+def stored_copy(name: str, data: bytes, text: str, parsed) -> tuple[str, bytes, dict]:
+    """(file name, bytes, the results' ``log_copy`` record) of what a run keeps of an imported log."""
+    from x4lib.network import nccl_log
+    stored = stored_log_name(name)
+    if len(data) <= STORE_WHOLE_LOG_BYTES:
+        return stored, data, {"file": stored, "kind": "whole", "bytes": len(data)}
+    part = nccl_log.excerpt(text, parsed).encode("utf-8")
+    stored = stored.rsplit(".", 1)[0] + ".excerpt.log"
+    return stored, part, {"file": stored, "kind": "excerpt", "bytes": len(part), "original_bytes": len(data),
+                          "original_lines": len(text.splitlines()), "lines": len(parsed.used_lines),
+                          "note": f"the log ({len(data)} B) is over {STORE_WHOLE_LOG_BYTES} B: only the lines the "
+                                  "reader used are kept (UTF-8, original line numbers in the rows' 'line'); "
+                                  "log_sha256 is the original's"}
 
 
 def stored_log_name(name: str) -> str:

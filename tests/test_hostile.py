@@ -13,6 +13,8 @@ from x4lib import cli
 from x4lib.catalog import specs
 
 ROOT = Path(__file__).resolve().parents[1]
+# the runs and pages these cases reuse live in the test modules of those parts: importable when this file runs alone
+sys.path[:0] = [str(ROOT / "tests" / "pages"), str(ROOT / "tests" / "runners")]
 
 
 # ------------------------------------------------------------------------ data files: one bounded reader
@@ -174,6 +176,35 @@ def test_a_log_of_too_many_rows_is_refused_in_bounded_time():
     assert time.perf_counter() - t0 < 5
     with pytest.raises(nccl_log.NcclLogError, match="more than 1,000,000 lines"):
         nccl_log.read_log("x\n" * (nccl_log.MAX_LOG_LINES + 1), "long.log")
+
+
+def test_an_imported_log_too_large_to_copy_keeps_the_lines_read(tmp_path):
+    """Item 11: a run stores what it needs: a log over STORE_WHOLE_LOG_BYTES is kept as the excerpt the reader
+    used (original hash and size recorded), a small one whole and byte for byte."""
+    import hashlib
+    import json
+    from runners import lab01
+    from test_runners_lab01 import H100_LOG
+    lines = H100_LOG.read_text(encoding="utf-8").splitlines()
+    i = next(i for i, ln in enumerate(lines) if ln.strip()[:1].isdigit()) - 2
+    big = tmp_path / "debug.log"
+    big.write_text("\n".join(lines[:i] + ["h:1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC"]
+                             * (lab01.STORE_WHOLE_LOG_BYTES // 60) + lines[i:]) + "\n", encoding="utf-8")
+    for log, kind in ((big, "excerpt"), (H100_LOG, "whole")):
+        out = tmp_path / kind
+        r = subprocess.run([sys.executable, "-m", "runners", "lab01", "--profile", "cluster-2x8", "--import-log",
+                            str(log), "--runs-dir", str(out)], capture_output=True, text=True, cwd=ROOT, timeout=120)
+        assert r.returncode == 0, r.stderr
+        run = next((out / "lab01").iterdir())
+        doc = json.loads((run / "results.json").read_text(encoding="utf-8"))
+        copy = run / doc["log_copy"]["file"]
+        assert doc["log_copy"]["kind"] == kind and doc["log_sha256"] == hashlib.sha256(log.read_bytes()).hexdigest()
+        assert sum(f.stat().st_size for f in run.iterdir()) < 200_000
+        if kind == "whole":
+            assert copy.read_bytes() == log.read_bytes()
+        else:
+            assert copy.name == "debug.excerpt.log" and doc["log_copy"]["original_bytes"] == big.stat().st_size
+            assert "NCCL INFO" not in copy.read_text(encoding="utf-8")
 
 
 # ------------------------------------------------------------------- items 9, 13, 14, 15: bounded answers

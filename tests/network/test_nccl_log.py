@@ -525,3 +525,27 @@ def test_mutated_logs_give_a_log_error_or_a_valid_result():
         data = nccl_log.to_json(log)
         validator.validate(data)
         strict_json(json.dumps(data, allow_nan=False))
+
+
+@pytest.mark.parametrize("name", sorted(REAL))
+def test_the_excerpt_of_a_log_reads_as_the_log(name):
+    """What a run keeps of a large log (the lines the reader used) gives the same rows, ranks and collective."""
+    log, text = nccl_log.read_data(nccl_log.read_bytes(DATA / name), name)
+    again = nccl_log.read_log(nccl_log.excerpt(text, log), "excerpt")
+    def key(p):
+        return ([(r.size_B, r.count, r.type, r.redop, r.root, r.out_of_place, r.in_place) for r in p.rows],
+                [(k.rank, k.host, k.device, k.name) for k in p.ranks], p.n_ranks, p.nhosts, p.collective, p.tool,
+                p.avg_busbw_gb_s, p.checks_ok, p.iters)
+    assert key(again) == key(log)
+
+
+def test_the_excerpt_of_a_padded_log_is_bounded_by_what_was_read():
+    lines = A3MEGA.read_text(encoding="utf-8").splitlines()
+    i = next(i for i, ln in enumerate(lines) if ln.strip()[:1].isdigit()) - 2
+    padding = ["host:1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC"] * 20_000 + ["# x"] * 20_000
+    text = "\n".join(lines[:i] + padding + lines[i:]) + "\n"
+    log = nccl_log.read_log(text, "padded.log")
+    part = nccl_log.excerpt(text, log)
+    assert len(part) < len(A3MEGA.read_bytes()) and "NCCL INFO" not in part and "# x\n" not in part
+    assert [r.line for r in log.rows][0] > 40_000  # the rows keep the original line numbers
+    assert [r.size_B for r in nccl_log.read_log(part, "part").rows] == [r.size_B for r in log.rows]

@@ -145,6 +145,7 @@ class ParsedLog:
     encoding: str | None = None  # how the file's bytes were decoded (None: given as text)
     warmup_iters: int | None = None  # from the "warmup iters: W iters: N" parameter line, when printed
     iters: int | None = None
+    used_lines: tuple[int, ...] = ()  # the line numbers the reader took something from (see excerpt)
 
 
 # ---------------------------------------------------------------- inference
@@ -279,6 +280,7 @@ class _Scan:
     iters: tuple[int, int] | None = None  # (warmup iters, iters) from the parameter line
     sweep: tuple[int, int, int, str, int] | None = None  # (minBytes, maxBytes, step, "factor"|"bytes", line)
     units_line: str | None = None
+    used: list = field(default_factory=list)  # line numbers the reader took something from, in order
 
 
 def _scan_header_part(s: _Scan, lineno: int, line: str) -> bool:
@@ -286,10 +288,12 @@ def _scan_header_part(s: _Scan, lineno: int, line: str) -> bool:
     rank = parse_rank(line, lineno)
     if rank:
         s.ranks.append(rank)
+        s.used.append(lineno)
     elif not (s.ranks and is_elision(line)):
         return False
     if s.elided is None and is_elision(line):
         s.elided = lineno
+        s.used.append(lineno)
     return True
 
 
@@ -301,26 +305,36 @@ def _scan_line(s: _Scan, lineno: int, line: str) -> None:
         if s.header is None:
             s.header = header
             s.bare_header = not line.startswith("#")
+            s.used.append(lineno)
         elif s.rows or s.rejected or s.avg:
             s.second_table, s.stop = lineno, lineno
         return
     if s.header and s.units_line is None and "(B)" in line and "(elements)" in line:
         s.units_line = line
+        s.used.append(lineno)
         return
     if s.header and s.avg is None and s.table_elided is None and (s.rows or s.rejected) and is_elision(line):
         s.table_elided = lineno
+        s.used.append(lineno)
         return
     if s.sweep is None and s.header is None and (m := _SWEEP_RE.search(line)):
         s.sweep = (int(m.group(1)), int(m.group(2)), int(m.group(3)), m.group(4), lineno)
+        s.used.append(lineno)
     if s.iters is None and (m := _ITERS_RE.search(line)):
         s.iters = (int(m.group(1)), int(m.group(2)))
+        s.used.append(lineno)
     for m in _BINARY_RE.finditer(line):
-        s.binaries.setdefault(BINARIES[m.group(1)], lineno)
+        if BINARIES[m.group(1)] not in s.binaries:
+            s.binaries[BINARIES[m.group(1)]] = lineno
+            s.used.append(lineno)
     if (m := _AVG_RE.match(line)) and s.header:
         s.avg = (m.group(1), lineno)
+        s.used.append(lineno)
     elif (m := _OOB_RE.match(line)) and s.header:
         s.oob = (int(m.group(1)), m.group(2), lineno)
+        s.used.append(lineno)
     elif s.header and s.avg is None and _ROW_RE.match(line):
+        s.used.append(lineno)
         row = parse_row(line, lineno, s.header)
         if isinstance(row, Row):
             s.rows.append(row)
@@ -482,7 +496,8 @@ def _finish(s, path, text, coll, source, cands, n_ranks, complete, warnings, che
     return ParsedLog(path, detect_tool(text), s.header.format, coll, source, n_ranks,
                      (len(hosts) or None) if complete else None, devices, tuple(s.rows), printed,
                      finite(rows_avg), tuple(warnings + checks), not checks, tuple(s.ranks),
-                     warmup_iters=s.iters[0] if s.iters else None, iters=s.iters[1] if s.iters else None)
+                     warmup_iters=s.iters[0] if s.iters else None, iters=s.iters[1] if s.iters else None,
+                     used_lines=tuple(sorted(set(s.used))))
 
 
 # ---------------------------------------------------------------- the file
@@ -563,11 +578,29 @@ def decode_log(data: bytes, path: str = "<log>") -> tuple[str, str, list[str]]:
         return text, encoding, notes
 
 
+def read_data(data: bytes, path: str, collective: str | None = None) -> tuple[ParsedLog, str]:
+    """(parsed log, decoded text) of a log's bytes, read once (limits in the module docstring)."""
+    text, encoding, notes = decode_log(data, path)
+    log = read_log(text, path, collective)
+    return replace(log, encoding=encoding, warnings=tuple(notes) + log.warnings), text
+
+
 def read_path(path: str | Path, collective: str | None = None) -> ParsedLog:
     """Read, decode, parse and check a log file (limits in the module docstring)."""
-    text, encoding, notes = decode_log(read_bytes(path), os.fspath(path))
-    log = read_log(text, os.fspath(path), collective)
-    return replace(log, encoding=encoding, warnings=tuple(notes) + log.warnings)
+    return read_data(read_bytes(path), os.fspath(path), collective)[0]
+
+
+def excerpt(text: str, log: ParsedLog) -> str:
+    """The lines of ``text`` the reader took something from (rank lines, the parameter and binary lines, the
+    table header, its rows and footer), verbatim and in order, plus the first line naming an AMD tool when the
+    log is rccl-tests' (the NCCL_DEBUG output and everything else is left out). Read again it gives the same
+    rows, ranks and collective; its size is bounded by MAX_TABLE_LINES and MAX_RANK_LINES, whatever the
+    original's. What a stored run keeps of a log too large to copy whole (runners/lab01.py)."""
+    lines = text.splitlines()
+    keep = set(log.used_lines)
+    if log.tool == "rccl-tests" and detect_tool("\n".join(lines[i - 1] for i in keep if i <= len(lines))) != log.tool:
+        keep.add(next(i for i, ln in enumerate(lines, 1) if detect_tool(ln) == "rccl-tests"))
+    return "\n".join(lines[i - 1] for i in sorted(keep) if i <= len(lines)) + "\n"
 
 
 # ---------------------------------------------------------------- display edge
