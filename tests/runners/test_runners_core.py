@@ -216,3 +216,49 @@ def test_ctrl_c_while_a_notebook_renders_prints_one_line(tmp_path):
     assert p.returncode == 130, err[-2000:]
     assert err.strip().splitlines() == ["python -m runners lab00: interrupted"], err[-2000:]
     assert not list(run_dir.glob("*.ipynb"))
+
+
+# --------------------------------------------- #34 item 5: a widget cell rendered under load does not stall
+
+_WIDGET_NOTEBOOK_CELLS = [
+    "import matplotlib\nmatplotlib.use('module://matplotlib_inline.backend_inline')\nimport matplotlib.pyplot as plt\n"
+    "import ipywidgets as w\nimport numpy as np\nx = np.linspace(0, 1, 1000)",
+    # an explorer like the labs': an interactive whose first draw computes for a while, then plots
+    "def show(device, dtype):\n    sum(np.sin(x * i).sum() for i in range(20000))\n"
+    "    fig, ax = plt.subplots(figsize=(7, 4))\n    for i in range(8):\n"
+    "        ax.loglog(x + 1e-3, (x + 1e-3) ** (i / 4), label=f'{device} {dtype} {i}')\n"
+    "    ax.legend()\n    plt.show()\n"
+    "w.interactive(show, device=w.Dropdown(options=[f'd{i}' for i in range(60)], value='d3'),\n"
+    "              dtype=w.Dropdown(options=['bf16', 'fp8'], value='bf16'))",
+    "1 + 1"]
+
+_RENDER_ONE = """
+import json, sys, time
+from runners import core
+nb, out, timeout = sys.argv[1], sys.argv[2], float(sys.argv[3])
+core.execute_notebook(core.Path(nb), core.Path(out), {}, cell_timeout_s=timeout)
+print(json.dumps([c["metadata"]["papermill"]["duration"] for c in json.load(open(out))["cells"]]))
+"""
+
+
+def test_widget_cells_rendered_at_once_under_load_do_not_stall(tmp_path):
+    """The 300 s render stall, reproduced: with six renders of a notebook holding an ipywidgets explorer at once
+    on two cores, the client's wait for the widget cell's execute_reply missed its wake-up (an edge-triggered zmq
+    socket; nbclient#312) and slept out the whole cell timeout before its final check read the queued reply: 3 of
+    3 renders took exactly the timeout. ``execute_notebook`` slices that wait (``sliced_kernel_waits``), so a
+    missed wake-up costs half a second; here no cell may take half the timeout."""
+    import nbformat
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(src) for src in _WIDGET_NOTEBOOK_CELLS])
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, tmp_path / "explorer.ipynb")
+    timeout = 60
+    env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONWARNINGS="ignore")
+    procs = [subprocess.Popen([sys.executable, "-c", _RENDER_ONE, str(tmp_path / "explorer.ipynb"),
+                               str(tmp_path / f"out{i}.ipynb"), str(timeout)], cwd=ROOT, env=env, text=True,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE) for i in range(6)]
+    durations = []
+    for p in procs:
+        out, err = p.communicate(timeout=4 * timeout)
+        assert p.returncode == 0, err[-2000:]
+        durations.append(json.loads(out.strip().splitlines()[-1]))
+    assert max(max(d) for d in durations) < timeout / 2, durations
