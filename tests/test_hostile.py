@@ -408,3 +408,25 @@ def test_a_render_folder_is_private_and_survives_another_runs_sweep(tmp_path, mo
     lab = type("Lab", (), {"NOTEBOOK": "notebooks/lab-00-roofline.ipynb"})
     final = core.render(lab, run_dir)
     assert final.exists() and seen["dir"].name.endswith(f"-{os.getpid()}") and not seen["dir"].exists()
+
+
+def test_the_book_build_slices_its_kernel_waits_too():
+    """The pages are executed inside Sphinx (myst-nb's cache mode): the book's extension installs the same waits."""
+    import importlib.util
+
+    from jupyter_client.channels import AsyncZMQSocketChannel
+    spec = importlib.util.spec_from_file_location("x4_pagefix", ROOT / "book" / "_ext" / "x4_pagefix.py")
+    ext = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(ext)
+    original = AsyncZMQSocketChannel.get_msg
+
+    class App:
+        def __getattr__(self, name):
+            return lambda *a, **k: None
+    try:
+        ext.setup(App())
+        ext.setup(App())  # once only: not sliced twice
+        assert AsyncZMQSocketChannel.get_msg.x4_sliced and AsyncZMQSocketChannel.get_msg is not original
+        assert AsyncZMQSocketChannel.get_msg.__wrapped_original__ is original
+    finally:
+        AsyncZMQSocketChannel.get_msg = original

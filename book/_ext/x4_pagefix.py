@@ -6,6 +6,8 @@
   (jupyter-widgets/ipywidgets#3829); the book loads MathJax 3: a small shim maps the call.
 - The widget manager looks for its icon fonts next to the page: point require.js at its CDN folder.
 - x4lib.book.tables' tables (scroll box, collapsed full table): x4-tables.css.
+- nbclient's wait for a cell's reply can miss its wake-up under load and sleep out the cell's 300 s (nbclient#312):
+  the waits are sliced (x4lib.book.kernel_waits), as in the labs' renders.
 Checked by tests/test_browser.py (no console errors, no network requests but the routed widget files).
 """
 from pathlib import Path
@@ -30,6 +32,10 @@ def _static(app):
 
 
 def setup(app):
+    # the pages are executed in this process (myst-nb's cache mode): the waits for their kernels' replies are
+    # sliced, as the labs' renders are, so a missed wake-up under load costs half a second, not a cell's 300 s
+    from x4lib.book.kernel_waits import install
+    install()
     app.connect("builder-inited", _static)
     app.connect("html-page-context", _dedupe_scripts, priority=900)
     # read by require.js when it loads: the widget manager's fonts resolve next to its CDN copy, not the page
