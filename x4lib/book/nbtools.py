@@ -2,7 +2,8 @@
 
     python -m x4lib.book.nbtools sync      # book/*.md → notebooks/*.ipynb, outputs kept
     python -m x4lib.book.nbtools check     # exit 1 if any pair differs (used by the tests)
-    python -m x4lib.book.nbtools refresh   # sync, then re-execute the theory notebooks in place
+    python -m x4lib.book.nbtools refresh [STEM ...]   # sync, then re-execute the theory notebooks (or those named,
+                                                      # e.g. 01-cpu-vs-gpu-vs-tpu-vs-trn1) in place
 
 book/*.md is the source of truth (../shared/guides/stack.md: never `--sync` on mtimes).
 Lab notebooks (``lab-*``) are kept without outputs: their outputs are one machine's measurements.
@@ -61,17 +62,28 @@ def diff(md: Path) -> str:
     return (r.stdout + r.stderr).strip()
 
 
-def refresh() -> None:
+def refresh(stems: list[str] | None = None) -> None:
+    """Re-execute the theory notebooks (or the ones named by stem) in place, with the sliced kernel waits of
+    x4lib.book.kernel_waits (an explorer cell can otherwise sleep out its whole timeout on a loaded machine)."""
     import nbformat
     from nbclient import NotebookClient
+
+    from x4lib.book.kernel_waits import sliced_kernel_waits
     sync()
-    for md in paired_sources():
-        if md.stem.startswith("lab-"):
+    theory = {md.stem: md for md in paired_sources() if not md.stem.startswith("lab-")}
+    unknown = sorted(set(stems or ()) - set(theory))
+    if unknown:
+        print(f"nbtools refresh: not a theory page: {', '.join(unknown)} (one of: {', '.join(sorted(theory))})",
+              file=sys.stderr)
+        raise SystemExit(2)
+    for stem, md in theory.items():
+        if stems and stem not in stems:
             continue
         nb_path = notebook_for(md)
         nb = nbformat.read(nb_path, as_version=4)
-        NotebookClient(nb, timeout=600, kernel_name="python3",
-                       resources={"metadata": {"path": str(NOTEBOOKS)}}).execute()
+        with sliced_kernel_waits():
+            NotebookClient(nb, timeout=600, kernel_name="python3",
+                           resources={"metadata": {"path": str(NOTEBOOKS)}}).execute()
         nbformat.write(nb, nb_path)
         print(f"refreshed {nb_path.relative_to(ROOT)}")
 
@@ -81,14 +93,14 @@ def main(argv: list[str]) -> int:
     if cmd == "sync":
         sync()
     elif cmd == "refresh":
-        refresh()
+        refresh(argv[1:])
     elif cmd == "check":
         bad = {md.name: d for md in paired_sources() if (d := diff(md))}
         for name, d in bad.items():
             print(f"{name} and its notebook differ:\n{d}\n", file=sys.stderr)
         return 1 if bad else 0
     else:
-        print("usage: python -m x4lib.book.nbtools {sync|check|refresh}", file=sys.stderr)
+        print("usage: python -m x4lib.book.nbtools {sync|check|refresh [STEM ...]}", file=sys.stderr)
         return 2
     return 0
 
