@@ -355,31 +355,38 @@ def accelerator_table():
 
 
 def edge_rows() -> list[dict]:
+    """Edge NPUs as printed and on one basis: dense (a 2:4 sparse figure halved, as the facts file records it),
+    per watt at the highest power quoted; a figure whose sparsity the vendor does not state gets no dense value."""
     e = "edge_npus"
     f = facts.get
-    rows = [{"npu": "Google Edge TPU (Coral)", "peak": f(e, "edge_tpu_peak").si, "precision": "INT8",
-             "power": f"{f(e, 'edge_tpu_power').value:g} W", "tops_w": f(e, "edge_tpu_peak").si / f(e, "edge_tpu_power").si,
-             "source": f(e, "edge_tpu_peak").source},
-            {"npu": "Google Coral NPU (IP, design target)", "peak": f(e, "coral_npu_peak").si,
-             "precision": "not stated", "power": f"{f(e, 'coral_npu_power').value:g} mW",
-             "tops_w": f(e, "coral_npu_peak").si / f(e, "coral_npu_power").si, "source": f(e, "coral_npu_peak").source},
-            {"npu": "Apple M4 Neural Engine", "peak": f(e, "apple_m4_ane_peak").si, "precision": "not stated",
-             "power": "not published", "tops_w": None, "source": f(e, "apple_m4_ane_peak").source},
-            {"npu": "NVIDIA Jetson Orin NX 16GB (module)", "peak": f(e, "jetson_orin_nx_peak").si,
-             "precision": "not stated in the part read",
-             "power": f"{f(e, 'jetson_orin_nx_power_min').value:g}–{f(e, 'jetson_orin_nx_power_max').value:g} W",
-             "tops_w": f(e, "jetson_orin_nx_peak").si / f(e, "jetson_orin_nx_power_max").si,
-             "source": f(e, "jetson_orin_nx_peak").source}]
-    for r in rows:
-        r["peak"] = r["peak"] / 1e12
-        r["tops_w"] = None if r["tops_w"] is None else r["tops_w"] / 1e12
-    return rows
+
+    def row(npu, peak, precision, power_text, power_w, sparsity_source=None):
+        p = f(e, peak)
+        dense = p.dense_si
+        return {"npu": npu, "peak": p.si / 1e12, "precision": precision,
+                "basis": p.sparsity or "not stated", "dense": None if dense is None else dense / 1e12,
+                "power": power_text,
+                "printed_tops_w": None if power_w is None else p.si / power_w / 1e12,
+                "tops_w": None if (dense is None or power_w is None) else dense / power_w / 1e12,
+                "source": p.source + (f"; sparsity: {sparsity_source}" if sparsity_source else "")}
+
+    return [row("Google Edge TPU (Coral)", "edge_tpu_peak", "INT8", f"{f(e, 'edge_tpu_power').value:g} W",
+                f(e, "edge_tpu_power").si),
+            row("Google Coral NPU (IP, design target)", "coral_npu_peak", "not stated",
+                f"{f(e, 'coral_npu_power').value:g} mW", f(e, "coral_npu_power").si),
+            row("Apple M4 Neural Engine", "apple_m4_ane_peak", "not stated", "not published", None),
+            row("NVIDIA Jetson Orin NX 16GB (module)", "jetson_orin_nx_peak", "INT8",
+                f"{f(e, 'jetson_orin_nx_power_min').value:g}–{f(e, 'jetson_orin_nx_power_max').value:g} W",
+                f(e, "jetson_orin_nx_power_max").si, sparsity_source="nvidia-dla-sw")]
 
 
 def edge_table():
     return table(edge_rows(), {"npu": Col("NPU", wrap=True), "peak": Col("peak as printed", "TOP/s", "{:,.1f}"),
-                               "precision": "precision", "power": "power quoted",
-                               "tops_w": Col("at the highest power quoted", "TOP/s per W", "{:,.1f}"),
+                               "precision": "precision", "basis": "printed as",
+                               "dense": Col("dense peak", "TOP/s", "{:,.1f}"), "power": "power quoted",
+                               "printed_tops_w": Col("as printed, at the highest power quoted", "TOP/s per W",
+                                                     "{:,.1f}"),
+                               "tops_w": Col("dense, at the highest power quoted", "TOP/s per W", "{:,.1f}"),
                                "source": "source"})
 
 
