@@ -495,10 +495,13 @@ def memory_numbers() -> dict:
                                recompute="selective", heads=64)
     none = memory.training_plan(70e9, 64, 3, tp=8, layers=80, hidden=8192, seq=8192, micro_batch=1,
                                 recompute="none", heads=64)
+    tp_only = memory.training_plan(70e9, 64, 3, tp=8, layers=80, hidden=8192, seq=8192, micro_batch=1,
+                                   recompute="selective", heads=64, sequence_parallel=False)
     return {"state_70b_tb": 16 * p70 / 1e12, "train70_1gpu_gb": one.total_B / 1e9,
             "train70_8gpu_gb": eight.total_B / 1e9, "train70_8gpu_act_gb": eight.activations_B / 1e9,
             "cli_total_gb": cli.total_B / 1e9, "cli_act_gb": cli.activations_B / 1e9,
-            "none_act_gb": none.activations_B / 1e9,
+            "none_act_gb": none.activations_B / 1e9, "cli_tp_only_act_gb": tp_only.activations_B / 1e9,
+            "cli_tp_only_total_gb": tp_only.total_B / 1e9,
             "seed_70b_fp16_gb": 2 * p70 / 1e9}
 
 
