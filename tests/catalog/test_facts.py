@@ -36,3 +36,20 @@ def test_a_broken_file_is_refused_naming_file_and_field(tmp_path, change, needle
     with pytest.raises(facts.FactsError, match=needle) as exc:
         facts.load.__wrapped__(tmp_path)
     assert "demo.yaml" in str(exc.value) and exc.value.exit_code == 1
+
+
+def test_a_sparse_rate_is_halved_to_the_dense_basis_and_an_unstated_one_gets_none():
+    orin = facts.get("edge_npus", "jetson_orin_nx_peak")
+    assert orin.sparsity == "sparse" and orin.dense_si == pytest.approx(orin.si / 2)
+    tpu = facts.get("edge_npus", "edge_tpu_peak")
+    assert tpu.sparsity == "dense" and tpu.dense_si == tpu.si
+    assert facts.get("edge_npus", "apple_m4_ane_peak").dense_si is None
+
+
+def test_sparsity_takes_only_dense_or_sparse(tmp_path):
+    rec = {"schema_version": 1, "id": "demo", "title": "demo", "scope": "demo",
+           "facts": {"x": {"value": 1, "unit": "TOP/s", "source": "nvidia-h100-whitepaper",
+                           "accessed": "2026-11-23", "kind": "vendor", "sparsity": "half"}}}
+    (tmp_path / "demo.yaml").write_text(yaml.safe_dump(rec))
+    with pytest.raises(facts.FactsError, match="sparsity"):
+        facts.load.__wrapped__(tmp_path)

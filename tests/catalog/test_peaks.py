@@ -226,3 +226,17 @@ def test_every_flag_rule_names_a_source_in_the_bibliography():
 ])
 def test_bad_peak_input_exits_2_with_one_line(args, needles):
     check_usage_error(run_cli(*args), *needles)
+
+
+@pytest.mark.parametrize("device_id", ["b300", "gb300", "h100-sxm", "b200", "tpu-v5p"])
+def test_clocks_solved_from_the_published_peak_are_labelled_implied(device_id):
+    # NVIDIA and Google print no Tensor clock for these; the catalog solves f = P / (U F), so the check cannot fail
+    b = peaks.basis(device_id, "bf16")
+    assert b.clock_kind == "implied" and b.clock_solved
+    assert abs(peaks.check(device_id, "bf16").ratio - 1) < 2e-4
+
+
+def test_a_printed_clock_is_not_counted_as_solved():
+    assert not peaks.basis("a100-sxm-80gb", "bf16").clock_solved      # whitepaper's 1410 MHz boost
+    assert not peaks.basis("gaudi3", "bf16", clock_hz=1.6e9).clock_solved   # a given clock
+    assert peaks.basis("gaudi3", "bf16").clock_solved                 # planned: back-calculated from 1835

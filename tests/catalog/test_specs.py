@@ -99,6 +99,11 @@ def test_a_good_record_parses():
     (lambda r: r.update(kind="quantum"), "'quantum' is not one of"),
     (lambda r: r["values"]["bf16_dense_tflops"].update(value=float("nan")), "not a finite number"),
     (lambda r: r["values"]["memory_gb"].update(value=float("inf")), "not a finite number"),
+    (lambda r: r["values"]["memory_gb"].update(conflicts=[{"value": 96, "unit": "GiB", "source": "kaplan-2020",
+                                                            "accessed": "2026-01-01", "as_printed": "96 GiB"}]),
+     "conflicts/0"),
+    (lambda r: r["values"]["memory_gb"].update(conflicts=[{"value": 96, "unit": "GB", "source": "kaplan-2020"}]),
+     "'accessed' is a required property"),
 ])
 def test_bad_records_are_rejected_with_the_device_and_field_named(mutate, message):
     record = copy.deepcopy(good_record())
@@ -129,3 +134,12 @@ def test_a_non_utf8_record_is_named(tmp_path):
     with pytest.raises(specs.CatalogError, match="h100-sxm.yaml: not UTF-8"):
         specs.load_catalog(tmp_path)
 
+
+
+def test_b200_keeps_the_shipping_memory_and_shows_the_other_sourced_figures():
+    dev = specs.get("b200")
+    mem, bw = dev.values["memory_gb"], dev.values["memory_bw_gb_s"]
+    assert mem.si == 180e9 and {s: v for v, s, _ in mem.conflicts_si()}["nvidia-blackwell-technical-brief"] == 192e9
+    assert bw.si == 7.7e12 and {s: v for v, s, _ in bw.conflicts_si()}["nvidia-dgx-b200-datasheet"] == 8e12
+    assert "b200.memory_gb.conflicts" in specs.sources_used()["nvidia-blackwell-technical-brief"]
+    assert mem.to_json()["conflicts"][0]["as_printed"].startswith('"up to 192 GB')

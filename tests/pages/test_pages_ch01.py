@@ -50,3 +50,19 @@ def test_predictions_stretch_compute_bound_time_by_utilisation():
     q = page.predict("h100-sxm", "bf16", 4096, 4096, 4096)
     assert q.utilisation is None and q.time_s == q.point.time_s
     assert np.isfinite([r["time_us"] for r in page.fallback_rows()]).all()
+
+
+def test_peak_summary_separates_checks_that_can_fail_from_clocks_solved_from_the_figure():
+    s = page.peak_summary()
+    assert s["reproduce"] == s["reproduce_independent"] + s["reproduce_solved"]
+    assert s["reproduce_solved"] > 0 and s["reproduce_independent"] > 0
+    assert s["max_dev_independent_pct"] <= s["max_dev_pct"]
+
+
+def test_edge_npus_are_compared_on_the_dense_basis():
+    rows = {r["npu"]: r for r in page.edge_rows()}
+    orin, tpu = rows["NVIDIA Jetson Orin NX 16GB (module)"], rows["Google Edge TPU (Coral)"]
+    assert orin["basis"] == "sparse" and orin["dense"] == pytest.approx(orin["peak"] / 2)
+    assert orin["tops_w"] == pytest.approx(orin["printed_tops_w"] / 2)
+    assert tpu["dense"] == tpu["peak"] and tpu["tops_w"] == tpu["printed_tops_w"]
+    assert rows["Apple M4 Neural Engine"]["dense"] is None

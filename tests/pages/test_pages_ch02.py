@@ -48,3 +48,12 @@ def test_series_and_checks():
     assert len(labels) == len(parts[0][1]) and lines
     assert "no" in repr(page.mig_check_table(["4g.40gb@0, 4g.40gb@4"]))
     assert "no GPU run" in page.fp8_gpu_runs_markdown() or "committed" in page.fp8_gpu_runs_markdown()
+
+
+def test_hbm_table_shows_the_b200_figures_it_did_not_keep():
+    rows = {r["device"]: r for r in page.hbm_rows()}
+    b200 = next(r for d, r in rows.items() if d.endswith("B200"))
+    assert "192 GB (nvidia-blackwell-technical-brief)" in b200["other sourced figures"]
+    assert "8,000 GB/s (nvidia-dgx-b200-datasheet)" in b200["other sourced figures"]
+    c = page.hbm_conflicts("b200")
+    assert (c["mem_gb"], c["bw_gb_s"]) == (180, 7700) and c["mem_others"]["nvidia-blackwell-technical-brief"] == 192

@@ -74,3 +74,21 @@ def test_ring_ceiling_against_the_forced_ring_run():
     assert r["network_gb_s"] == 400.0                              # 8 × 400 Gb/s per direction
     assert abs(r["measured_gb_s"] - 392.69) < 1e-9                 # the log's best busbw
     assert r["measured_vs_model"] == ("above" if r["measured_gb_s"] > r["model_gb_s"] else "below")
+
+
+def test_fully_sharded_layout_pays_for_the_full_recomputation_it_needs():
+    est = page.estimate(tp=1, pp=1, dp=1024, zero=3)
+    r = page.fsdp_with_recompute(est)
+    # selective recomputation does not fit an 80 GB H100 at this batch; full does
+    assert r["needed"] == "full" and r["total_gb"]["selective"] > r["capacity_gb"] >= r["total_gb"]["full"]
+    # one more forward pass: a third of the step's arithmetic, so MFU <= 3/4 of the compute efficiency
+    assert r["extra_s"] == pytest.approx(est.compute_s / 3)
+    assert r["mfu"] < r["bound"] == pytest.approx(0.75 * est.efficiency)
+    assert r["mfu"] == pytest.approx(est.mfu * est.step_s / (est.step_s + est.compute_s / 3))
+    assert r["mfu"] < r["mfu_no_recompute"]
+
+
+def test_the_published_fsdp_70b_run_is_read_from_the_runs_file():
+    m = page.published_fsdp_70b()
+    assert m["zero"] == 3 and m["recompute"] == "full" and 0 < m["mfu_pct"] < 100
+    assert m["source"] == "mosaicml-llmfoundry-benchmarks"

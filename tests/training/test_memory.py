@@ -58,6 +58,41 @@ def test_activations_follow_korthikanti_by_recompute_mode():
     assert plan.activations_B == pytest.approx(96 * 34 * sbh / 8)
 
 
+def test_activations_with_tensor_parallelism_alone_follow_korthikanti_table_2():
+    s, b, h, a, t = 2048, 1, 12288, 96, 8
+    sbh = s * b * h
+    f = memory.activation_bytes_per_layer
+    # the paper's forms, written out: TP alone replicates the layer norms, dropouts and layer inputs
+    assert f(s, b, h, a, t, sequence_parallel=False) == pytest.approx(sbh * (10 + 24 / t + 5 * a * s / (h * t)))
+    assert f(s, b, h, a, t, "selective", sequence_parallel=False) == pytest.approx(sbh * (10 + 24 / t))
+    assert f(s, b, h, a, t, "full", sequence_parallel=False) == 2 * sbh
+    # with sequence parallelism: sbh/t (34 + 5as/h), 34 sbh/t
+    assert f(s, b, h, a, t) == pytest.approx(sbh / t * (34 + 5 * a * s / h))
+    assert f(s, b, h, a, t, "selective") == pytest.approx(34 * sbh / t)
+    # one GPU: no tensor ranks to split over, the two forms are the same sbh (34 + 5as/h)
+    for r in ("none", "selective"):
+        assert f(s, b, h, a, 1, r, sequence_parallel=False) == pytest.approx(f(s, b, h, a, 1, r))
+    # sequence parallelism saves the 10 sbh per layer that TP alone keeps on every rank
+    assert f(s, b, h, a, t, sequence_parallel=False) - f(s, b, h, a, t) == pytest.approx(10 * sbh * (1 - 1 / t))
+    plan = memory.training_plan(70e9, 64, zero=3, tp=8, layers=80, hidden=8192, seq=8192, micro_batch=1,
+                                recompute="selective", sequence_parallel=False)
+    assert plan.activations_B == pytest.approx(80 * 8192 * 8192 * (10 + 24 / 8))
+    assert plan.assumptions["sequence_parallel"] is False
+    with pytest.raises(ValueError, match="sequence_parallel"):
+        f(s, b, h, a, t, sequence_parallel="no")
+
+
+def test_memory_plan_cli_offers_both_activation_forms():
+    base = ["memory-plan", "--params", "70e9", "--gpus", "64", "--zero", "3", "--tp", "8", "--layers", "80",
+            "--hidden", "8192", "--seq", "8192", "--micro-batch", "1", "--recompute", "selective", "--json"]
+    sp = json.loads(run_cli(*base).stdout)
+    tp_only = json.loads(run_cli(*base, "--no-sequence-parallel").stdout)
+    assert sp["assumptions"]["sequence_parallel"] is True and tp_only["assumptions"]["sequence_parallel"] is False
+    assert sp["per_gpu_bytes"]["activations"] == pytest.approx(80 * 34 * 8192 * 8192 / 8)
+    assert tp_only["per_gpu_bytes"]["activations"] == pytest.approx(80 * 8192 * 8192 * (10 + 24 / 8))
+    check_usage_error(run_cli(*base, "--sequence-parallel=yes"), "--sequence-parallel")
+
+
 @pytest.mark.parametrize("kwargs,needle", [
     ({"gpus": 6, "tp": 4}, "must divide"), ({"gpus": 8, "zero": 4}, "ZeRO stage"),
     ({"gpus": 8, "optimizer": "lion"}, "optimizer"), ({"gpus": 8, "layers": 32}, "missing"),

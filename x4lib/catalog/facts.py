@@ -55,11 +55,20 @@ class Fact:
     accessed: str
     kind: str
     note: str = ""
+    sparsity: str | None = None     # rates only: "dense" or "sparse" as the source's figure is; None: not stated
 
     @property
     def si(self) -> float:
         """The value in SI base units (B, B/s, s, Hz, W, FLOP/s); counts and cycles unchanged."""
         return self.value * UNIT_TO_SI[self.unit]
+
+    @property
+    def dense_si(self) -> float | None:
+        """A rate on the dense basis in SI units: a 2:4 structured-sparsity figure halved (the rule of
+        ``x4lib.catalog.landscape.normalise``), a dense one as is; None when the source does not say which."""
+        if self.sparsity is None:
+            return None
+        return self.si / 2 if self.sparsity == "sparse" else self.si
 
 
 @dataclasses.dataclass(frozen=True)
@@ -96,7 +105,7 @@ def parse_group(record: dict, origin: str) -> Group:
             raise FactsError(f"{where}: a given has source 'given' and kind 'given', and only a given does")
         facts[name] = Fact(group=record["id"], name=name, value=raw["value"], unit=raw["unit"],
                            source=raw["source"], accessed=raw["accessed"], kind=raw["kind"],
-                           note=raw.get("note", ""))
+                           note=raw.get("note", ""), sparsity=raw.get("sparsity"))
     return Group(record["id"], record["title"], record["scope"], MappingProxyType(facts))
 
 

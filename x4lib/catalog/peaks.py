@@ -37,6 +37,12 @@ DATA_PATH = paths.DATA_DIR / "peaks.yaml"
 SCHEMA_PATH = paths.SCHEMA_DIR / "peaks.schema.json"
 LOCAL = "local"
 
+#: clock kinds solved from the very vendor figure the peak is compared with: "implied" (f = P / (U F), the vendor
+#: prints no clock) and "planned" (the clock a pre-launch figure assumes, back-calculated from that figure). A
+#: check at such a clock reproduces the figure it was solved from by construction; only the other dtypes of the
+#: same device test anything (the ratios between their FLOP per clock).
+SOLVED_CLOCK_KINDS = frozenset({"implied", "planned"})
+
 #: dtypes a CPU's matrix unit (AMX) runs, and the cpuinfo flag that must be present for each
 MATRIX_FLAGS = {"bf16": "amx_bf16", "int8": "amx_int8", "fp16": "amx_fp16"}
 
@@ -65,6 +71,12 @@ class PeakBasis:
     def flop_per_s(self) -> float:
         """P = U · F · f in FLOP/s."""
         return self.units * self.flop_per_clock_per_unit * self.clock_hz
+
+    @property
+    def clock_solved(self) -> bool:
+        """True when the clock was solved from the vendor's own peak (see SOLVED_CLOCK_KINDS), so a check of
+        that peak cannot fail; False for a clock printed by the vendor or a reference, a detected or a given one."""
+        return self.clock_kind in SOLVED_CLOCK_KINDS
 
 
 @dataclasses.dataclass(frozen=True)

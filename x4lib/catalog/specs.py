@@ -93,11 +93,16 @@ class Value:
     note: str = ""
     sparsity: str | None = None
     direction: str | None = None
+    conflicts: tuple = ()     # other sourced figures for the same quantity (mappings: value, unit, source, ...)
 
     @property
     def si(self) -> float:
         """The value in SI base units (FLOP/s, B, B/s, W, Hz...)."""
         return self.value * UNIT_TO_SI[self.unit]
+
+    def conflicts_si(self) -> list[tuple[float, str, str]]:
+        """The other sourced figures as (SI value, source key, the words the source prints)."""
+        return [(c["value"] * UNIT_TO_SI[c["unit"]], c["source"], c["as_printed"]) for c in self.conflicts]
 
     def to_json(self) -> dict:
         out = {"value": self.value, "unit": self.unit, "source": self.source,
@@ -105,6 +110,8 @@ class Value:
         for key in ("sparsity", "direction", "note"):
             if getattr(self, key):
                 out[key] = getattr(self, key)
+        if self.conflicts:
+            out["conflicts"] = [dict(c) for c in self.conflicts]
         return out
 
 
@@ -331,9 +338,14 @@ def parse_device(record: dict, origin: str = "<record>") -> Device:
         if field in LINK_FIELDS and raw.get("direction") != "per_direction":
             raise CatalogError(f"{where}: link bandwidth must be stored per direction "
                                f"(direction: per_direction); halve a bidirectional total and say so in the note")
+        for j, c in enumerate(raw.get("conflicts", [])):
+            if c["unit"] != FIELD_UNITS[field] or not math.isfinite(c["value"]):
+                raise CatalogError(f"{where}: conflicts/{j}: give a finite value in the field's unit "
+                                   f"{FIELD_UNITS[field]!r}")
         values[field] = Value(field=field, **{k: raw[k] for k in raw if k in
                                               ("value", "unit", "source", "accessed", "note",
-                                               "sparsity", "direction")})
+                                               "sparsity", "direction")},
+                              conflicts=tuple(MappingProxyType(dict(c)) for c in raw.get("conflicts", [])))
     status = record.get("status", "shipping")
     if status == "announced" and "released" in record:
         raise CatalogError(f"{origin}: {dev_id}: an announced part has no 'released' year; drop one of the two")
@@ -382,6 +394,8 @@ def sources_used(catalog: Mapping[str, Device] | None = None) -> dict[str, set[s
     for dev in (catalog or load_catalog()).values():
         for v in dev.values.values():
             used.setdefault(v.source, set()).add(f"{dev.id}.{v.field}")
+            for c in v.conflicts:
+                used.setdefault(c["source"], set()).add(f"{dev.id}.{v.field}.conflicts")
         if dev.peak_basis:
             used.setdefault(dev.peak_basis["source"], set()).add(f"{dev.id}.peak_basis")
     return used

@@ -279,11 +279,24 @@ def hbm_rows(devices=HBM_DEVICES) -> list[dict]:
     for i in devices:
         d = specs.get(i)
         mem, bw = d.si("memory_gb"), d.memory_bw_Bps
+        mv, bv = d.values["memory_gb"], d.values["memory_bw_gb_s"]
+        others = [f"{v / 1e9:,.0f} GB ({src})" for v, src, _ in mv.conflicts_si()]
+        others += [f"{v / 1e9:,.0f} GB/s ({src})" for v, src, _ in bv.conflicts_si()]
         rows.append({"device": short(d), "memory (GB)": mem / 1e9, "bandwidth (GB/s)": bw / 1e9,
                      "read all once (ms)": mem / bw * 1e3,
                      "BF16 ridge (FLOP/B)": d.peak_flop_per_s("bf16") / bw,
-                     "source": d.values["memory_bw_gb_s"].source})
+                     "source": mv.source if mv.source == bv.source else f"{mv.source}; {bv.source}",
+                     "other sourced figures": "; ".join(others) or "—"})
     return rows
+
+
+def hbm_conflicts(device_id: str = "b200") -> dict:
+    """The kept memory and bandwidth figures of a device beside the other sourced ones (GB, GB/s)."""
+    d = specs.get(device_id)
+    mv, bv = d.values["memory_gb"], d.values["memory_bw_gb_s"]
+    return {"mem_gb": mv.si / 1e9, "mem_source": mv.source, "bw_gb_s": bv.si / 1e9, "bw_source": bv.source,
+            "mem_others": {src: v / 1e9 for v, src, _ in mv.conflicts_si()},
+            "bw_others": {src: v / 1e9 for v, src, _ in bv.conflicts_si()}}
 
 
 def hbm_table(devices=HBM_DEVICES):
@@ -291,7 +304,9 @@ def hbm_table(devices=HBM_DEVICES):
         "device": Col("device", wrap=True), "memory (GB)": Col("memory", unit="GB, vendor", fmt="{:,.0f}"),
         "bandwidth (GB/s)": Col("bandwidth", unit="GB/s", fmt="{:,.0f}"),
         "read all once (ms)": Col("time to read all memory once", unit="ms", fmt="{:.1f}"),
-        "BF16 ridge (FLOP/B)": Col("BF16 dense ridge", unit="FLOP/B", fmt="{:.0f}"), "source": "source"})
+        "BF16 ridge (FLOP/B)": Col("BF16 dense ridge", unit="FLOP/B", fmt="{:.0f}"),
+        "source": Col("source (memory; bandwidth)", wrap=True),
+        "other sourced figures": Col("other sourced figures, not kept", wrap=True)})
 
 
 def kv_rows(models=KV_MODELS, context: int = 8192, dtype: str = "bf16") -> list[dict]:
@@ -495,10 +510,13 @@ def memory_numbers() -> dict:
                                recompute="selective", heads=64)
     none = memory.training_plan(70e9, 64, 3, tp=8, layers=80, hidden=8192, seq=8192, micro_batch=1,
                                 recompute="none", heads=64)
+    tp_only = memory.training_plan(70e9, 64, 3, tp=8, layers=80, hidden=8192, seq=8192, micro_batch=1,
+                                   recompute="selective", heads=64, sequence_parallel=False)
     return {"state_70b_tb": 16 * p70 / 1e12, "train70_1gpu_gb": one.total_B / 1e9,
             "train70_8gpu_gb": eight.total_B / 1e9, "train70_8gpu_act_gb": eight.activations_B / 1e9,
             "cli_total_gb": cli.total_B / 1e9, "cli_act_gb": cli.activations_B / 1e9,
-            "none_act_gb": none.activations_B / 1e9,
+            "none_act_gb": none.activations_B / 1e9, "cli_tp_only_act_gb": tp_only.activations_B / 1e9,
+            "cli_tp_only_total_gb": tp_only.total_B / 1e9,
             "seed_70b_fp16_gb": 2 * p70 / 1e9}
 
 

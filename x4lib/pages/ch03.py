@@ -200,6 +200,39 @@ def estimate(layout_id: str = QUIZ_LAYOUT, **overrides) -> par.StepEstimate:
     return par.estimate_step(mdl, clu, par.layout(layout_id, **overrides))
 
 
+def fsdp_with_recompute(est: par.StepEstimate | None = None) -> dict:
+    """The fully sharded layout with the recomputation its activations need. Per-GPU memory for each recompute
+    mode (memory.training_plan, activations by Korthikanti et al.), the first mode that fits the device, and the
+    MFU once that mode's extra work is in the step: full recomputation runs the forward pass again, one third of
+    the step's arithmetic (6 -> 8 FLOP per parameter and token), so MFU <= 3/4 of the compute efficiency.
+    Selective recomputation's extra (the attention scores) is left out, so its MFU is an upper bound."""
+    from x4lib.catalog import specs
+    from x4lib.training import memory
+    est = est or estimate(tp=1, pp=1, dp=1024, zero=3)
+    mdl, lay = est.model, est.layout
+    cap = memory.capacity_B(specs.get(est.cluster.device))
+    totals = {r: memory.training_plan(mdl.params, lay.n_gpus, lay.zero, tp=lay.tp, pp=lay.pp, layers=mdl.layers,
+                                      hidden=mdl.hidden, seq=lay.seq, micro_batch=lay.micro_batch, recompute=r,
+                                      heads=mdl.heads, cp=lay.cp).total_B
+              for r in memory.RECOMPUTE}
+    needed = next((r for r in memory.RECOMPUTE if totals[r] <= cap), None)
+    extra_s = est.compute_s / 3 if needed == "full" else 0.0
+    step = est.step_s + extra_s
+    return {"mfu_no_recompute": est.mfu, "needed": needed, "capacity_gb": cap / 1e9,
+            "total_gb": {r: v / 1e9 for r, v in totals.items()}, "extra_s": extra_s, "step_s": step,
+            "mfu": est.model_flop / (lay.n_gpus * est.peak_flop_per_s * step),
+            "bound": (0.75 if needed == "full" else 1.0) * est.efficiency, "efficiency": est.efficiency}
+
+
+def published_fsdp_70b(run_id: str = "mpt-h100-70b-512") -> dict:
+    """A published fully sharded 70B run on H100 (x4lib/data/training_runs.yaml): GPUs, sequence, recompute, MFU."""
+    from x4lib.training import planner
+    r = next(r for r in planner.published_runs() if r["id"] == run_id)
+    return {"gpus": r["gpus"], "seq": r["model"]["seq"], "params_b": r["model"]["params"] / 1e9,
+            "zero": r["layout"]["zero"], "recompute": r["layout"]["recompute"],
+            "mfu_pct": r["published"]["stated_utilisation_pct"], "source": r["source"]}
+
+
 def comm_rows(est: par.StepEstimate) -> list[dict]:
     return [{"strategy": c.strategy, "collective": c.op, "size_mb": c.size_B / 1e6, "calls": c.calls,
              "group": c.group_size, "link": c.bottleneck.split(":")[0], "time_ms": c.time_s * 1e3,

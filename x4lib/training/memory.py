@@ -7,6 +7,7 @@ Used in: book/00-motivation.md; the memory plans (training state, activations, i
 """
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import math
 
@@ -38,11 +39,17 @@ def min_devices_to_hold(state_bytes: float, device_memory_B: float) -> int:
 #   bytes per parameter (Rajbhandari et al. 2020, rajbhandari-2020): mixed precision BF16/FP16 keeps 2 B weights,
 #   2 B gradients and an FP32 master copy (4 B) counted with the optimizer; Adam adds FP32 momentum and variance
 #   (8 B), so 2 + 2 + 12 = 16 B; SGD with momentum adds 4 B; FP32 training has no separate master copy.
-#     activations (Korthikanti et al. 2022, korthikanti-2022; 16-bit activations, a GPT-style layer whose MLP is 4h
-#     wide, tensor parallelism with sequence parallelism, a heads, s tokens, micro-batch b, hidden h):
-#         none       s·b·h·(34 + 5·a·s/h) / t   per layer
+#     activations (Korthikanti et al. 2022, korthikanti-2022, Table 2; 16-bit activations, a GPT-style layer whose
+#     MLP is 4h wide, a heads, s tokens, micro-batch b, hidden h, tensor-parallel degree t), per layer:
+#       with sequence parallelism (the default; Megatron's --sequence-parallel):
+#         none       s·b·h·(34 + 5·a·s/h) / t
 #         selective  34·s·b·h / t                 (attention scores recomputed)
-#         full       2·s·b·h / t                  (only each layer's input kept)
+#         full       2·s·b·h / t                  (only each layer's input kept, split along the sequence)
+#       tensor parallelism alone (layer norms, dropouts and the layer inputs replicated on every tensor rank):
+#         none       s·b·h·(10 + 24/t + 5·a·s/(h·t))
+#         selective  s·b·h·(10 + 24/t)
+#         full       2·s·b·h                      (the paper's full-recomputation row)
+#       at t = 1 the two agree: s·b·h·(34 + 5·a·s/h).
 #     × L layers: with the 1F1B pipeline schedule the first stage holds L/p layers for p micro-batches in flight,
 #     i.e. L layers' worth whatever p is. FP32 activations double it. Embeddings, logits and temporary buffers are
 #     not counted.
@@ -78,23 +85,33 @@ class MemoryPlan:
 
 
 def activation_bytes_per_layer(seq: int, micro_batch: int, hidden: int, heads: int, tp: int = 1,
-                               recompute: str = "none", precision: str = "bf16") -> float:
-    """Activation bytes one transformer layer keeps for the backward pass (Korthikanti et al. 2022, see above)."""
+                               recompute: str = "none", precision: str = "bf16",
+                               sequence_parallel: bool = True) -> float:
+    """Activation bytes one transformer layer keeps for the backward pass (Korthikanti et al. 2022, Table 2, see
+    above): with sequence parallelism (default) or with tensor parallelism alone (``sequence_parallel=False``)."""
     for name, v in (("seq", seq), ("micro_batch", micro_batch), ("hidden", hidden), ("heads", heads), ("tp", tp)):
         if not (isinstance(v, int) and v >= 1):
             raise ValueError(f"{name} must be a whole number >= 1, got {v!r}")
     if recompute not in RECOMPUTE:
         raise ValueError(f"recompute must be one of {', '.join(RECOMPUTE)}, got {recompute!r}")
+    if not isinstance(sequence_parallel, bool):
+        raise ValueError(f"sequence_parallel must be True or False, got {sequence_parallel!r}")
     sbh = seq * micro_batch * hidden
-    per = {"none": sbh * (34 + 5 * heads * seq / hidden), "selective": 34 * sbh, "full": 2 * sbh}[recompute] / tp
+    attn = 5 * heads * seq / hidden            # the attention scores' share: 5·a·s/h
+    if sequence_parallel:
+        per = {"none": sbh * (34 + attn), "selective": 34 * sbh, "full": 2 * sbh}[recompute] / tp
+    else:
+        per = {"none": sbh * (10 + 24 / tp + attn / tp), "selective": sbh * (10 + 24 / tp),
+               "full": 2 * sbh}[recompute]
     return per * (2 if precision == "fp32" else 1)
 
 
 def training_plan(params: float, gpus: int, zero: int = 0, optimizer: str = "adam", precision: str = "bf16",
                   tp: int = 1, pp: int = 1, layers: int | None = None, hidden: int | None = None,
                   seq: int | None = None, micro_batch: int | None = None, recompute: str = "none",
-                  heads: int | None = None, cp: int = 1) -> MemoryPlan:
+                  heads: int | None = None, cp: int = 1, sequence_parallel: bool = True) -> MemoryPlan:
     """Per-GPU training memory (see the block comment above). Raises ValueError naming a bad input.
+    ``sequence_parallel``: activations with Megatron's sequence parallelism (default) or tensor parallelism alone.
     ``cp`` (context parallel) splits each sequence over cp GPUs: activations / cp, and ZeRO shards over the
     dp·cp GPUs that hold the same model shard (Megatron's distributed optimizer does so)."""
     if not params > 0:
@@ -134,11 +151,13 @@ def training_plan(params: float, gpus: int, zero: int = 0, optimizer: str = "ada
             raise ValueError(f"{layers} layers cannot be split into {pp} pipeline stages evenly")
         if seq % cp:
             raise ValueError(f"sequence length {seq} does not split into cp = {cp} chunks")
-        acts = layers * activation_bytes_per_layer(seq, micro_batch, hidden, a, tp, recompute, precision) / cp
+        acts = layers * activation_bytes_per_layer(seq, micro_batch, hidden, a, tp, recompute, precision,
+                                                   sequence_parallel) / cp
     return MemoryPlan(weights, grads, opt, acts, {
         "params": params, "gpus": gpus, "data_parallel": dp, "tp": tp, "pp": pp, **({"cp": cp} if cp > 1 else {}),
         "zero": zero,
         "optimizer": optimizer, "precision": precision, "recompute": recompute if given else None,
+        "sequence_parallel": sequence_parallel if given else None,
         "heads": a if given else None, "bytes_per_param": {**b, "optimizer_state": OPTIMIZER_STATE_BYTES[optimizer]},
     })
 
@@ -224,6 +243,9 @@ def cli_arguments(p) -> None:
     p.add_argument("--seq", type=cli.number("sequence length", 1, 1e9, integer=True))
     p.add_argument("--micro-batch", type=cli.number("micro-batch", 1, 1e7, integer=True))
     p.add_argument("--recompute", type=cli.choice_of("recompute", RECOMPUTE), default="none")
+    p.add_argument("--sequence-parallel", action=argparse.BooleanOptionalAction, default=True,
+                   help="activations with sequence parallelism (default), or with tensor parallelism alone "
+                        "(--no-sequence-parallel): Korthikanti et al. 2022, Table 2")
     p.add_argument("--json", action="store_true",
                    help="machine-readable output (schemas/memory_plan_output.schema.json)")
 
@@ -233,7 +255,7 @@ def cli_main(args) -> int:
     try:
         plan = training_plan(args.params, args.gpus, int(args.zero), args.optimizer, args.precision, args.tp,
                              args.pp, args.layers, args.hidden, args.seq, args.micro_batch, args.recompute,
-                             args.heads)
+                             args.heads, sequence_parallel=args.sequence_parallel)
     except ValueError as exc:
         raise cli.UsageError(str(exc)) from None
     per = plan.per_gpu_bytes()
@@ -241,7 +263,9 @@ def cli_main(args) -> int:
            "activations_computed": plan.activations_B is not None, "assumptions": plan.assumptions}
     a = plan.assumptions
     lines = [f"{a['params']:.3g} parameters on {a['gpus']} GPUs (data {a['data_parallel']} x tensor {a['tp']} x "
-             f"pipeline {a['pp']}), ZeRO stage {a['zero']}, {a['optimizer']}, {a['precision']}"]
+             f"pipeline {a['pp']}), ZeRO stage {a['zero']}, {a['optimizer']}, {a['precision']}"
+             + ("" if a["sequence_parallel"] is None else
+                f", activations {'with' if a['sequence_parallel'] else 'without'} sequence parallelism")]
     lines += [f"  {k:<12}{v / 1e9:>12,.2f} GB" for k, v in per.items()]
     if plan.activations_B is None:
         lines.append("  (activations not counted: give --layers, --hidden, --seq and --micro-batch)")
