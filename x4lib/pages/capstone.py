@@ -325,7 +325,7 @@ def plan_rows(sp: StackPlan) -> list[dict]:
              {"quantity": "energy (MWh)", "value": f"{t.energy_J / 3.6e9:,.0f}"},
              {"quantity": "rent (million USD)",
               "value": "no dated price stored" if t.rental_usd is None else f"{t.rental_usd / 1e6:,.2f}"},
-             {"quantity": "planner alone, hardware only: step (s), MFU",
+             {"quantity": "planner alone on this layout (hardware only): step (s), MFU",
               "value": f"{p.step_s:.2f}, {p.mfu:.1%}"}]
     return rows
 
