@@ -2,7 +2,9 @@
 other devices, the planner checked against published runs, the explorer and the glued values."""
 from __future__ import annotations
 
+import dataclasses
 import functools
+from types import MappingProxyType
 from typing import Mapping
 
 from x4lib.training import memory, mfu, planner
@@ -34,56 +36,198 @@ def _fallback(gpus: tuple) -> tuple:
     return tuple(_fallback_row(name, g) for name in MODELS for g in gpus)
 
 
+def _plans(device: str, gpus: int, model: planner.Model | None = None) -> tuple:
+    """Every layout ``planner.search`` finds that fits in memory (searched once per page run)."""
+    return _search(device, gpus, model or model70())
+
+
 @functools.lru_cache(maxsize=64)
+def _search(device: str, gpus: int, model: planner.Model) -> tuple:
+    return tuple(planner.search(model, specs.get(device), gpus, batch_tokens()))
+
+
 def best(device: str, gpus: int, model: planner.Model | None = None) -> planner.Plan | None:
-    plans = planner.search(model or model70(), specs.get(device), gpus, batch_tokens(), top=1)
+    """The planner's own fastest layout (hardware-only step; the page labels it as the planner's)."""
+    plans = _plans(device, gpus, model)
     return plans[0] if plans else None
 
 
+# ------------------------------------------------------------------------------------------------ the stack model
+
+#: the stack whose defaults and overlap the capstone's run assumes (NeMo / Megatron-Core, x4lib/data/ground_truth.yaml)
+STACK_ID = "nemo-mcore-2024"
+#: Llama 3's vocabulary (the logits layer of every shape the page plans; the quiz run does not state one)
+VOCAB = 128256
+VOCAB_70B = VOCAB
+#: the stack model's terms as the page shows them (Step.parts_s keys grouped; the exposed collectives summed)
+PARTS = {"gemm": "GEMMs", "attention": "attention core", "memory": "non-matmul kernels",
+         "kernels": "launch and framework overhead", "overlapped": "compute lost to overlapped communication",
+         "exposed": "exposed communication", "pipeline bubble": "pipeline bubble"}
+
+
+@dataclasses.dataclass(frozen=True)
+class StackPlan:
+    """One layout the planner found that fits, timed by the stack model (x4lib.training.stack, constants fitted on
+    every public source)."""
+    plan: planner.Plan
+    step: object
+    step_s: float
+    parts_s: Mapping
+
+    @property
+    def layout(self) -> planner.Layout:
+        return self.plan.layout
+
+    @property
+    def mfu(self) -> float:
+        """6·N·B / (n·P·t) with the stack model's step t (the book's 6ND convention)."""
+        return self.plan.ideal_s / self.step_s
+
+    @property
+    def tokens_per_s(self) -> float:
+        return self.plan.global_batch_tokens / self.step_s
+
+    @property
+    def limit(self) -> str:
+        """What costs most after the GEMMs and the attention core."""
+        rest = {k: v for k, v in self.parts_s.items() if k not in ("GEMMs", "attention core")}
+        return max(rest, key=rest.get)
+
+    def totals(self, tokens: float | None = None) -> planner.RunTotals:
+        p = self.plan
+        return planner.totals(p.device, p.layout.n_gpus, p.model.params, self.tokens_per_s,
+                              tokens if tokens is not None else globals()["tokens"]())
+
+
+def stack_plan(p: planner.Plan, stack_id: str = STACK_ID) -> StackPlan:
+    """Time a planner layout with the stack model on the planner's cluster for that device and count."""
+    from x4lib.training import stack as stk, validate
+    m, lay = p.model, p.layout
+    gbs = p.global_batch_tokens // m.seq
+    shape = stk.Shape(m.layers, m.hidden, m.heads, m.kv_heads, m.ffn, m.gated_mlp, VOCAB, m.seq)
+    setup = stk.Setup(lay.tp, lay.pp, lay.dp, lay.cp, lay.zero, lay.micro_batch, gbs // (lay.dp * lay.micro_batch),
+                      lay.recompute, 1, lay.tp > 1)
+    st = stk.step(shape, setup, p.device, stk.stack(stack_id), planner.cluster_for(p.device, lay.n_gpus))
+    c = validate.all_constants()
+    raw = st.parts_s(c)
+    parts = {PARTS[k]: raw[k] for k in ("gemm", "attention", "memory", "kernels", "overlapped")}
+    parts[PARTS["exposed"]] = sum(v for k, v in raw.items() if k.startswith("exposed "))
+    parts[PARTS["pipeline bubble"]] = raw["pipeline bubble"]
+    return StackPlan(p, st, st.time_s(c), MappingProxyType(parts))
+
+
+def stack_plan_mfu(p: planner.Plan, stack_id: str = STACK_ID) -> float:
+    """The stack model's MFU of a planner layout."""
+    return stack_plan(p, stack_id).mfu
+
+
+def stack_best_of(plans) -> StackPlan | None:
+    """The layout the stack model times fastest among ``plans`` (all of which fit in memory)."""
+    scored = [stack_plan(p) for p in plans]
+    return min(scored, key=lambda sp: sp.step_s) if scored else None
+
+
+def stack_best(device: str, gpus: int, model: planner.Model | None = None) -> StackPlan | None:
+    """The capstone's plan: of every layout ``planner.search`` finds that fits, the one the stack model times
+    fastest; its step gives the MFU, days, GPU-hours, energy and cost."""
+    return _stack_best(device, gpus, model or model70())
+
+
+@functools.lru_cache(maxsize=64)
+def _stack_best(device: str, gpus: int, model: planner.Model) -> StackPlan | None:
+    return stack_best_of(_plans(device, gpus, model))
+
+
+@functools.lru_cache(maxsize=1)
+def fitted_devices() -> frozenset:
+    """The devices of the public ground truth the stack model's constants are fitted on."""
+    from x4lib.training import ground_truth as gt
+    return frozenset(r.device.id for src in gt.SOURCES for r in gt.rows(src))
+
+
+@functools.lru_cache(maxsize=1)
+def band() -> dict:
+    """The stack model's leave-one-source-out residuals (predicted − published, MFU points) on the published H100
+    runs: every headline's uncertainty."""
+    from x4lib.training import ground_truth as gt
+    pub = {d["source"]: d for d in ground_truth_report()["sources"]}["published"]
+    h100 = {r.row_id for r in gt.rows("published") if r.device.id == "h100-sxm"}
+    res = [r["points"] for r in pub["runs"] if r["id"] in h100]
+    return {"lo": min(res), "hi": max(res), "n": len(res)}
+
+
+def mfu_range(mfu_frac: float) -> tuple[float, float]:
+    """The MFU a real run would reach given the residuals (fractions): a prediction too high by ``hi`` points
+    means a real MFU ``hi`` points lower."""
+    b = band()
+    return mfu_frac - b["hi"] / 100, mfu_frac - b["lo"] / 100
+
+
+def _range_text(lo: float, hi: float, fmt: str) -> str:
+    return f"{fmt.format(lo)} to {fmt.format(hi)}"
+
+
 def scale_rows(device: str = "h100-sxm", counts=COUNTS) -> list[dict]:
-    """The best layout at each GPU count, with what limits it (memory when nothing fits)."""
+    """The stack model's fastest layout at each GPU count, its MFU with the residual range, and the days,
+    GPU-hours, energy and cost that follow from its step (memory is the limit when nothing fits)."""
     rows = []
     for g in counts:
-        p = best(device, g)
-        if p is None:
+        sp = stack_best(device, g)
+        if sp is None:
             least = planner.min_gpus_to_fit(model70(), specs.get(device), batch_tokens())
             rows.append({"gpus": g, "layout": f"none fits (needs {least} GPUs)", "mem": None, "mfu": None,
-                         "days": None, "gpu_h": None, "limit": "memory"})
+                         "range": None, "days": None, "gpu_h": None, "limit": "memory", "mwh": None, "usd": None})
             continue
-        t = planner.run_totals(p, tokens())
-        rows.append({"gpus": g, "layout": p.layout.label(), "mem": p.memory.total_B / 1e9, "mfu": p.mfu,
-                     "days": t.wall_clock_days, "gpu_h": t.gpu_hours, "limit": p.limit,
-                     "mwh": t.energy_J / 3.6e9, "usd": t.rental_usd})
+        t = sp.totals()
+        lo, hi = mfu_range(sp.mfu)
+        rows.append({"gpus": g, "layout": sp.layout.label(), "mem": sp.plan.memory.total_B / 1e9, "mfu": sp.mfu,
+                     "range": _range_text(100 * lo, 100 * hi, "{:.0f}") + " %",
+                     "days": t.wall_clock_days, "days_lo": t.wall_clock_days * sp.mfu / hi,
+                     "days_hi": t.wall_clock_days * sp.mfu / lo, "gpu_h": t.gpu_hours, "limit": sp.limit,
+                     "mwh": t.energy_J / 3.6e9, "usd": t.rental_usd, "step_s": sp.step_s,
+                     "planner_mfu": best(device, g).mfu})
     return rows
 
 
 def scale_table(device: str = "h100-sxm"):
     return table(scale_rows(device), {
-        "gpus": Col("GPUs", None, "{:,}"), "layout": Col("fastest layout that fits", wrap=True),
+        "gpus": Col("GPUs", None, "{:,}"), "layout": Col("fastest layout that fits (stack model)", wrap=True),
         "mem": Col("memory per GPU", "GB", "{:.0f}"), "mfu": Col("MFU (6ND)", None, "{:.1%}"),
-        "days": Col("wall clock", "days", "{:,.1f}"), "gpu_h": Col("GPU-hours", None, "{:,.0f}"),
-        "limit": Col("costs most after the matmuls")})
+        "range": Col("MFU given the residuals"), "days": Col("wall clock", "days", "{:,.1f}"),
+        "gpu_h": Col("GPU-hours", None, "{:,.0f}"), "mwh": Col("energy", "MWh", "{:,.0f}"),
+        "usd": Col("rent", "million USD", lambda v: f"{v / 1e6:,.2f}"),
+        "limit": Col("costs most after the GEMMs and attention", wrap=True)})
 
 
 def breakdown_series(device: str = "h100-sxm", counts=COUNTS) -> list[tuple[str, dict]]:
-    """(label, {part: seconds per step}) for plots.step_breakdown, counts where a layout fits."""
+    """(label, {stack model term: seconds per step}) for plots.step_breakdown, counts where a layout fits."""
     out = []
     for g in counts:
-        p = best(device, g)
-        if p:
-            out.append((f"{g} GPUs: {p.layout.label()}", p.breakdown()))
+        sp = stack_best(device, g)
+        if sp:
+            out.append((f"{g} GPUs: {sp.layout.label()}", dict(sp.parts_s)))
     return out
 
 
 def device_rows(gpus=(256, 1024)) -> list[dict]:
+    """Each device at each count: the stack model's layout and numbers, whether its constants were fitted on that
+    chip's runs, and the planner's (hardware-only) MFU beside it, labelled."""
+    fitted = fitted_devices()
     rows = []
     for d in DEVICES:
         dev = specs.get(d)
         for g in gpus:
-            p = best(d, g)
-            t = planner.run_totals(p, tokens())
+            sp = stack_best(d, g)
+            t = sp.totals()
+            lo, hi = mfu_range(sp.mfu)
             rows.append({"device": d, "gpus": g, "mem_gb": dev.values["memory_gb"].value,
-                         "peak": dev.peak_flop_per_s("bf16") / 1e12, "layout": p.layout.label(), "mfu": p.mfu,
+                         "peak": dev.peak_flop_per_s("bf16") / 1e12, "layout": sp.layout.label(), "mfu": sp.mfu,
+                         "range": _range_text(100 * lo, 100 * hi, "{:.0f}") + " %",
+                         "fitted": d in fitted,
+                         "basis": ("fitted on this chip's runs" if d in fitted else
+                                   "no run of this chip in the ground truth: constants of "
+                                   + ", ".join(sorted(fitted)) + " carried over"),
+                         "planner_mfu": best(d, g).mfu,
                          "days": t.wall_clock_days, "gpu_h": t.gpu_hours, "mwh": t.energy_J / 3.6e9,
                          "scope": {"server": "whole server", "gpu": "GPU TDP only"}[t.assumptions["power_scope"]]})
     return rows
@@ -92,9 +236,11 @@ def device_rows(gpus=(256, 1024)) -> list[dict]:
 def device_table():
     return table(device_rows(), {
         "device": "device", "gpus": Col("GPUs", None, "{:,}"), "mem_gb": Col("memory", "GB", "{:.0f}"),
-        "peak": Col("dense BF16 peak", "TFLOP/s", "{:,.0f}"), "layout": Col("fastest layout", wrap=True),
-        "mfu": Col("MFU", None, "{:.1%}"), "days": Col("days", None, "{:.1f}"),
-        "mwh": Col("energy", "MWh", "{:,.0f}"), "scope": "power counted"})
+        "peak": Col("dense BF16 peak", "TFLOP/s", "{:,.0f}"), "layout": Col("fastest layout (stack model)", wrap=True),
+        "mfu": Col("MFU", None, "{:.1%}"), "range": Col("given the H100 residuals"),
+        "basis": Col("stack model's constants", wrap=True),
+        "planner_mfu": Col("planner alone (hardware only)", None, "{:.1%}"),
+        "days": Col("days", None, "{:.1f}"), "mwh": Col("energy", "MWh", "{:,.0f}"), "scope": "power counted"})
 
 
 # ------------------------------------------------------------------------------------------------ validation
@@ -161,22 +307,32 @@ def explorer_model(name: str) -> planner.Model:
     return planner.run_model(next(r for r in planner.published_runs() if r["id"] == rid))
 
 
-def plan_rows(p: planner.Plan) -> list[dict]:
-    t = planner.run_totals(p, tokens())
-    b = p.breakdown()
-    return [{"quantity": "layout", "value": p.layout.label()},
-            {"quantity": "memory per GPU (GB)", "value": f"{p.memory.total_B / 1e9:.1f} of {p.usable_B / 1e9:.1f}"},
-            {"quantity": "step (s): compute, comm, bubble, other",
-             "value": f"{p.step_s:.2f}: {b['compute']:.2f}, {b['exposed_comm']:.2f}, {b['bubble']:.2f}, "
-                      f"{b['other']:.2f}"},
-            {"quantity": "MFU (6ND)", "value": f"{p.mfu:.1%}"},
-            {"quantity": "days for the quiz's tokens", "value": f"{t.wall_clock_days:,.1f}"},
-            {"quantity": "GPU-hours", "value": f"{t.gpu_hours:,.0f}"},
-            {"quantity": "energy (MWh)", "value": f"{t.energy_J / 3.6e9:,.0f}"}]
+def plan_rows(sp: StackPlan) -> list[dict]:
+    """One plan term by term: the stack model's step and the days, GPU-hours, energy and cost it gives, with the
+    MFU range the residuals allow and the planner's hardware-only step of the same layout beside it."""
+    p = sp.plan
+    t = sp.totals()
+    lo, hi = mfu_range(sp.mfu)
+    rows = [{"quantity": "layout", "value": p.layout.label()},
+            {"quantity": "memory per GPU (GB)", "value": f"{p.memory.total_B / 1e9:.1f} of {p.usable_B / 1e9:.1f}"}]
+    rows += [{"quantity": f"{k} (s)", "value": f"{v:.2f}"} for k, v in sp.parts_s.items()]
+    rows += [{"quantity": "step, stack model (s)", "value": f"{sp.step_s:.2f}"},
+             {"quantity": "MFU (6ND), stack model", "value": f"{sp.mfu:.1%}"},
+             {"quantity": f"MFU given the residuals on {band()['n']} published H100 runs",
+              "value": _range_text(100 * lo, 100 * hi, "{:.0f}") + " %"},
+             {"quantity": "days for the quiz's tokens", "value": f"{t.wall_clock_days:,.1f}"},
+             {"quantity": "GPU-hours", "value": f"{t.gpu_hours:,.0f}"},
+             {"quantity": "energy (MWh)", "value": f"{t.energy_J / 3.6e9:,.0f}"},
+             {"quantity": "rent (million USD)",
+              "value": "no dated price stored" if t.rental_usd is None else f"{t.rental_usd / 1e6:,.2f}"},
+             {"quantity": "planner alone on this layout (hardware only): step (s), MFU",
+              "value": f"{p.step_s:.2f}, {p.mfu:.1%}"}]
+    return rows
 
 
 def explorer():
-    """Model, device, GPU count and (optionally) fixed degrees → the fastest layout that fits."""
+    """Model, device, GPU count and (optionally) fixed degrees → of the layouts that fit, the one the stack model
+    times fastest."""
     import ipywidgets as w
     from IPython.display import display
 
@@ -184,14 +340,14 @@ def explorer():
         fixed = {k: (None if v == "auto" else int(v)) for k, v in (("tp", tp), ("pp", pp), ("cp", cp),
                                                                    ("zero", zero))}
         try:
-            plans = planner.search(explorer_model(model), specs.get(device), int(gpus), batch_tokens(), fixed=fixed, top=1)
+            plans = planner.search(explorer_model(model), specs.get(device), int(gpus), batch_tokens(), fixed=fixed)
         except ValueError as exc:
             print(f"cannot plan: {exc}")
             return
         if not plans:
             print("no layout fits in memory with these choices")
             return
-        display(table(plan_rows(plans[0]), {"quantity": "quantity", "value": "value"}))
+        display(table(plan_rows(stack_best_of(plans)), {"quantity": "quantity", "value": "value"}))
 
     auto = ["auto", "1", "2", "4", "8"]
     return w.interactive(
@@ -205,10 +361,9 @@ def explorer():
 
 
 def _fallback_row(name: str, g: int) -> dict:
-    plans = planner.search(explorer_model(name), specs.get("h100-sxm"), g, batch_tokens(), top=1)
-    p = plans[0] if plans else None
-    return {"model": name, "gpus": g, "layout": p.layout.label() if p else "none fits",
-            "mfu": p.mfu if p else None, "limit": p.limit if p else "memory"}
+    sp = stack_best("h100-sxm", g, explorer_model(name))
+    return {"model": name, "gpus": g, "layout": sp.layout.label() if sp else "none fits",
+            "mfu": sp.mfu if sp else None, "limit": sp.limit if sp else "memory"}
 
 
 def explorer_fallback_rows(gpus=(64, 1024)) -> list[dict]:
@@ -225,7 +380,8 @@ def explorer_fallback_series(gpus=(64, 1024)):
 def explorer_fallback_table():
     return table(explorer_fallback_rows(), {
         "model": "model", "gpus": Col("H100 GPUs", None, "{:,}"), "layout": Col("fastest layout", wrap=True),
-        "mfu": Col("MFU (6ND)", None, "{:.1%}"), "limit": Col("costs most after the matmuls")})
+        "mfu": Col("MFU (6ND), stack model", None, "{:.1%}"),
+        "limit": Col("costs most after the GEMMs and attention", wrap=True)})
 
 
 # ------------------------------------------------------------------------------------------ public ground truth
@@ -263,40 +419,18 @@ def ground_truth_misses() -> list[dict]:
     return [d for d in ground_truth_report()["sources"] if not d["target"]["met"]]
 
 
-def stack_plan_mfu(p: planner.Plan, stack_id: str = "nemo-mcore-2024") -> float:
-    """The stack model's MFU (x4lib.training.stack, constants fitted on every source) of a planner layout."""
-    from x4lib.training import stack as stk, validate
-    from x4lib.network import clusters
-    m, lay = p.model, p.layout
-    gbs = p.global_batch_tokens // m.seq
-    shape = stk.Shape(m.layers, m.hidden, m.heads, m.kv_heads, m.ffn, m.gated_mlp, VOCAB_70B, m.seq)
-    setup = stk.Setup(lay.tp, lay.pp, lay.dp, lay.cp, lay.zero, lay.micro_batch, gbs // (lay.dp * lay.micro_batch),
-                      lay.recompute, 1, lay.tp > 1)
-    st = stk.step(shape, setup, p.device, stk.stack(stack_id), clusters.get(mfu.TP_CLUSTER))
-    t = st.time_s(validate.all_constants())
-    return 6 * m.params * p.global_batch_tokens / (lay.n_gpus * p.device.peak_flop_per_s("bf16") * t)
-
-
-#: Llama 3's vocabulary (the 70B shape's logits layer; the quiz run does not state one)
-VOCAB_70B = 128256
-
-
 @functools.lru_cache(maxsize=1)
 def headline() -> dict:
     """One MFU for the 70B run on 1024 H100s: the stack model's best of every layout the planner finds that fits,
     with the spread of its leave-one-source-out residuals on the published H100 runs (MFU points), beside the
-    planner's own best."""
-    from x4lib.training import ground_truth as gt
-    plans = planner.search(model70(), specs.get("h100-sxm"), 1024, batch_tokens())
-    scored = sorted(((stack_plan_mfu(p), p) for p in plans), key=lambda x: -x[0])
-    mfu_s, p = scored[0]
-    pub = {d["source"]: d for d in ground_truth_report()["sources"]}["published"]
-    h100 = {r.row_id for r in gt.rows("published") if r.device.id == "h100-sxm"}
-    res = [r["points"] for r in pub["runs"] if r["id"] in h100]
+    planner's own best. The scale table's 1024-GPU row is the same plan (stack_best)."""
+    sp = stack_best("h100-sxm", 1024)
     top = best("h100-sxm", 1024)
-    return {"mfu": 100 * mfu_s, "layout": p.layout.label(), "planner_mfu": 100 * top.mfu,
+    t = sp.totals()
+    return {"mfu": 100 * sp.mfu, "layout": sp.layout.label(), "planner_mfu": 100 * top.mfu,
             "planner_layout": top.layout.label(), "planner_layout_stack_mfu": 100 * stack_plan_mfu(top),
-            "lo": min(res), "hi": max(res), "n": len(res), "layouts": len(plans)}
+            **band(), "layouts": len(_plans("h100-sxm", 1024)), "days": t.wall_clock_days,
+            "gpu_hours": t.gpu_hours, "usd": t.rental_usd, "mwh": t.energy_J / 3.6e9}
 
 
 # ------------------------------------------------------------------------------------------------ glue values
@@ -318,19 +452,40 @@ def summary() -> dict:
         s[f"layout_{g}"] = r["layout"]
         s[f"limit_{g}"] = r["limit"]
         s[f"gpuh_{g}_k"] = r["gpu_h"] / 1e3
+        s[f"planner_mfu_{g}"] = 100 * r["planner_mfu"]
     s["mwh_1024"] = rows[1024]["mwh"]
     s["usd_1024_m"] = rows[1024]["usd"] / 1e6
-    p = best("h100-sxm", 1024)
-    s["bubble_1024_pct"] = 100 * p.bubble_s / p.step_s
-    s["comm_1024_pct"] = 100 * p.exposed_comm_s / p.step_s
-    s["mm_eff_1024"] = 100 * p.matmul_efficiency
+    s["days_1024_lo"], s["days_1024_hi"] = rows[1024]["days_lo"], rows[1024]["days_hi"]
+    s["usd_1024_m_lo"] = s["usd_1024_m"] * rows[1024]["days_lo"] / rows[1024]["days"]
+    s["usd_1024_m_hi"] = s["usd_1024_m"] * rows[1024]["days_hi"] / rows[1024]["days"]
+    sp = stack_best("h100-sxm", 1024)
+    parts = sp.parts_s
+    s["step_1024"] = sp.step_s
+    s["gemm_1024_pct"] = 100 * (parts["GEMMs"] + parts["attention core"]) / sp.step_s
+    s["overhead_1024_pct"] = 100 * (parts["launch and framework overhead"] + parts["non-matmul kernels"]) / sp.step_s
+    for g in COUNTS[1:]:
+        sg = stack_best("h100-sxm", g)
+        pg = sg.parts_s
+        s[f"dp_{g}"] = sg.layout.dp
+        s[f"mm_{g}_pct"] = 100 * (pg["GEMMs"] + pg["attention core"]) / sg.step_s
+        s[f"bubble_{g}_pct"] = 100 * pg["pipeline bubble"] / sg.step_s
+        s[f"comm_{g}_pct"] = 100 * pg["exposed communication"] / sg.step_s
+        s[f"overlap_{g}_pct"] = 100 * pg["compute lost to overlapped communication"] / sg.step_s
+        lo_g, hi_g = mfu_range(sg.mfu)
+        s[f"mfu_{g}_lo"], s[f"mfu_{g}_hi"] = 100 * lo_g, 100 * hi_g
+    s["limit_1024_pct"] = 100 * parts[sp.limit] / sp.step_s
+    top = best("h100-sxm", 1024)
+    s["planner_layout_1024"] = top.layout.label()
     dr = {(r["device"], r["gpus"]): r for r in device_rows()}
     for d in DEVICES:
         key = d.split("-")[0]
         s[f"{key}_mfu_1024"] = 100 * dr[(d, 1024)]["mfu"]
+        s[f"{key}_planner_mfu_1024"] = 100 * dr[(d, 1024)]["planner_mfu"]
         s[f"{key}_days_1024"] = dr[(d, 1024)]["days"]
         s[f"{key}_layout_256"] = dr[(d, 256)]["layout"]
+        s[f"{key}_layout_1024"] = dr[(d, 1024)]["layout"]
         s[f"{key}_mwh_1024"] = dr[(d, 1024)]["mwh"]
+    s["fitted_devices"] = ", ".join(sorted(fitted_devices()))
     v = validation_rows()
     s["n_runs"] = len(v)
     s["n_within"] = sum(r["within"] for r in v)
@@ -361,6 +516,7 @@ def summary() -> dict:
     s["gt_n_missed"] = len(ground_truth_misses())
     h = headline()
     s["head_mfu"], s["head_lo"], s["head_hi"], s["head_n"] = h["mfu"], h["lo"], h["hi"], h["n"]
+    s["head_lo_abs"] = abs(h["lo"])
     s["head_gap"] = h["planner_mfu"] - h["mfu"]
     s["head_layout"], s["head_layouts"] = h["layout"], h["layouts"]
     s["head_planner_layout_stack_mfu"] = h["planner_layout_stack_mfu"]

@@ -376,26 +376,31 @@ class RunTotals:
 
 def run_totals(plan: Plan, tokens: float, usd_per_gpu_hour: float | None = None) -> RunTotals:
     """Days, GPU-hours, rent, power and energy of training on ``tokens`` with ``plan`` (module docstring)."""
+    return totals(plan.device, plan.layout.n_gpus, plan.model.params, plan.tokens_per_s, tokens, usd_per_gpu_hour)
+
+
+def totals(dev: specs.Device, n: int, params: float, tokens_per_s: float, tokens: float,
+           usd_per_gpu_hour: float | None = None) -> RunTotals:
+    """:func:`run_totals` from a throughput [tokens/s] of ``n`` GPUs training a model of ``params`` parameters (any
+    step model's: the capstone passes the stack model's, x4lib.training.stack)."""
     from x4lib.datacenter import facility as datacenter, reliability, runcost, storage, tco
     from x4lib.training import economics
     if not (math.isfinite(tokens) and tokens > 0):
         raise PlanError(f"tokens must be > 0, got {tokens}")
-    n = plan.layout.n_gpus
-    d = {**tco.defaults(plan.device.id), **runcost.defaults()}
-    ideal = tokens / plan.tokens_per_s
+    d = {**tco.defaults(dev.id), **runcost.defaults()}
+    ideal = tokens / tokens_per_s
     ck = reliability.checkpoint_plan(reliability.cluster_mtbf_s(d["failure_rate_per_gpu_s"], n),
-                                     storage.checkpoint_bytes(plan.model.params) / d["checkpoint_write_Bps"],
+                                     storage.checkpoint_bytes(params) / d["checkpoint_write_Bps"],
                                      d["restart_s"])
     wall = ideal / ck.goodput
     gpu_h = n * wall / 3600.0
     price_note = "given"
     if usd_per_gpu_hour is None:
         try:
-            row = datacenter.rental_price(plan.device.id)
+            row = datacenter.rental_price(dev.id)
             usd_per_gpu_hour, price_note = row["value"], f"{row['provider']} on-demand, {row['date']} ({row['source']})"
         except LookupError:
-            price_note = f"no dated rental price for {plan.device.id} is stored: give --usd-per-gpu-hour"
-    dev = plan.device
+            price_note = f"no dated rental price for {dev.id} is stored: give --usd-per-gpu-hour"
     scope = "server" if "server_power_w_per_gpu" in dev.values else "gpu"
     per_gpu_W = dev.si(economics.POWER_SCOPES[scope][0])
     power = n * per_gpu_W * d["load_fraction"] * d["pue"]

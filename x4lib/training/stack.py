@@ -181,6 +181,20 @@ class Step:
         out.update({f"exposed {k}": v for k, v in self.exposed.items()})
         return out
 
+    def parts_s(self, c: Constants = HARDWARE_ONLY) -> dict:
+        """:meth:`terms_s` with the pipeline bubble taken out of every term that runs once per micro-batch into its
+        own term, ``pipeline bubble`` (the same sum: the work of the m micro-batches, the bubble, and what runs after
+        the pipeline, the data-parallel reduction and the optimizer step)."""
+        after = self.notes.get("after_pipeline", {})
+        out, bubble = {}, 0.0
+        for k, v in self.terms_s(c).items():
+            tail = (self._c(c, k) if k in FEATURES else 1.0) * after.get(k, 0.0)
+            piped = v - tail
+            out[k] = tail + piped / self.bubble_factor
+            bubble += piped - piped / self.bubble_factor
+        out["pipeline bubble"] = bubble
+        return out
+
 
 # ------------------------------------------------------------------------------------------------- kernels
 
@@ -353,4 +367,6 @@ def step(shape: Shape, lay: Setup, dev: specs.Device, st: Stack, cluster: cluste
                 "kernels": kern_mb * bubble, "overlapped": ovl_mb * bubble + dp_ovl}
     exposed = {"tensor-parallel": exp_mb * bubble, "pipeline sends": p2p_mb * bubble, "data-parallel": dp_exp}
     return Step(MappingProxyType(features), MappingProxyType(exposed), bubble / m,
-                MappingProxyType({"stage_layers": L_stage, "micro_batches": m, "stack": st.id}))
+                MappingProxyType({"stage_layers": L_stage, "micro_batches": m, "stack": st.id,
+                                  "after_pipeline": MappingProxyType({"memory": opt_B / W, "overlapped": dp_ovl,
+                                                                      "exposed data-parallel": dp_exp})}))
