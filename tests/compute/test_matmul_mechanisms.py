@@ -80,4 +80,24 @@ def test_the_mechanisms_meet_the_targets_held_out_where_they_act():
     assert s.by_class["decode/skinny"][1] <= 0.08
     sweep = [x for x in v.scored_all() if x.row.note.startswith("GEMM sweep")]
     fp8 = [abs(x.error()) for x in sweep if x.row.dtype == "fp8_e4m3"]
-    assert statistics.median(fp8) <= 0.12              # achieved 10.6 % (16.5 % with one floor for both APIs)
+    assert statistics.median(fp8) <= 0.08              # achieved 6 % (17 % before the floor per API and t_e)
+    src = v.summarise(v.scored_all(), "source")
+    assert src.overall <= v.TARGETS["overall"]         # achieved 9.6 % (our rows lose our sweeps' constants)
+
+
+def test_hoppers_fp8_kernels_pay_each_tiles_epilogue_after_its_arithmetic():
+    tg = matmul.target("h100-sxm", "fp8_e4m3")
+    assert tg.serial_epilogue and not matmul.target("h100-sxm", "bf16").serial_epilogue
+    assert not matmul.target("b200", "fp8_e4m3").serial_epilogue      # Blackwell drains tensor memory meanwhile
+    p = matmul.predict("h100-sxm", "fp8_e4m3", 8192, 8192, 1024)
+    tile_write = p.tile[0] * p.tile[1] * 2 * tg.units / tg.achievable_bw_Bps   # one BF16 tile at the SM's share
+    assert p.t_epilogue_s == pytest.approx(p.waves * tile_write)
+    assert p.to_json()["basis"]["epilogue"] == "serial" and p.to_json()["basis"]["t_epilogue_us"] > 0
+
+
+def test_the_published_fp8_training_gemms_are_closer_with_the_serial_epilogue():
+    """SGLang's H100 FP8 GEMMs (x4lib/data/matmul_sweeps.yaml) calibrate nothing: an independent check."""
+    rows = [r for r in v.published_rows() if r.source.startswith("sglang") and r.dtype == "fp8_e4m3"]
+    assert rows
+    errs = [abs(s.error("source")) for s in v.score(rows)]
+    assert statistics.median(errs) <= 0.05              # achieved 1.2 % (8.4 % before the model had t_e)

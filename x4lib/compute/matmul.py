@@ -5,9 +5,11 @@ Model (units in brackets; F = 2·m·n·k FLOP, ``x4lib.compute.kernels``):
 
     tiles        T = ⌈m/Tm⌉·⌈n/Tn⌉                     tile quantisation: a partial tile costs a whole one
     waves        W = ⌈T/U⌉                              wave quantisation over U units (SMs, CUs, MMEs, MXUs, cores)
-    compute      t_c = W · 2·Tm·Tn·k / (η · r · P/U)     [s]  P: dense peak [FLOP/s] from the catalog,
+    compute      t_c = W · (2·Tm·Tn·k / (η · r · P/U) + t_e)  [s]  P: dense peak [FLOP/s] from the catalog,
                                                               r = f_sustained / f_peak (where a source gives it),
-                                                              η: the family's calibrated efficiency
+                                                              η: the family's calibrated efficiency; t_e: the
+                                                              epilogue of one tile where the timing API's kernels
+                                                              do not overlap it (Tm·Tn·b_C at φ·B/U), else 0
     memory       t_m = ((m·k + k·n)·b + m·n·b_C) / (φ·B) [s]  B [B/s] from the catalog, φ the achievable fraction
                                                               of it (copy/triad kernels measured on the family's
                                                               devices, published; or the bandwidth the same machine
@@ -17,6 +19,11 @@ Model (units in brackets; F = 2·m·n·k FLOP, ``x4lib.compute.kernels``):
                                                               harness up to method 2); t₀: fixed per-call start-up
                                                               and tail on the device, t_L: the host's launch time
     rate         R = F / t                               [FLOP/s];  efficiency R / P
+
+Measured on our committed GEMM sweeps (``book/runs/gemms/``) and never applied to the machine they were measured on
+when that device is held out (our runs as a whole are one source, ``ours``): t_L per timing API
+(``torch.matmul``, ``torch._scaled_mm``; :func:`api_floor`) and the power-limited clock (:func:`power_limited_clock`,
+reported, not applied to best-of-N rates).
 
 The library is assumed to pick, among its family's tiles (both orientations), the one with the least t. ``bound``
 names what sets t: ``launch`` (t₀ or t_L), ``memory`` (t_m), ``quantisation`` (t_c, with more than a quarter of the
@@ -112,6 +119,8 @@ class Api:
     dtypes: tuple[str, ...]
     fallback_s: float
     fallback_source: str
+    families: tuple[str, ...] = ()
+    serial_epilogue_families: tuple[str, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -186,7 +195,12 @@ def constants(path: Path = MATMUL_PATH) -> Constants:
         if fb is None:
             raise MatmulDataError(f"{origin}: timing_apis/{name}/fallback: {a['fallback']!r} is not one of: "
                                   f"{', '.join(doc['overheads'])}")
-        apis[name] = Api(name, tuple(a["dtypes"]), fb["value"] * UNIT_TO_S[fb["unit"]], fb["source"])
+        for key in ("families", "serial_epilogue_families"):
+            bad = [f for f in a.get(key, []) if f not in families]
+            if bad:
+                raise MatmulDataError(f"{origin}: timing_apis/{name}/{key}: not a family: {', '.join(bad)}")
+        apis[name] = Api(name, tuple(a["dtypes"]), fb["value"] * UNIT_TO_S[fb["unit"]], fb["source"],
+                         tuple(a["families"]), tuple(a.get("serial_epilogue_families", ())))
     power = tuple(doc.get("power_clock", {}).get("families", ()))
     for fid in power:
         if fid not in families:
@@ -235,6 +249,7 @@ class Target:
     launch_floor_s: float | None = None
     launch_floor_basis: str = "the family's host launch floor"
     api: str = ""
+    serial_epilogue: bool = False
 
     @property
     def floor_s(self) -> float:
@@ -313,13 +328,13 @@ def target(device: specs.Device | str, dtype: str, *, use_clock: bool = True,
                                                              f"{memory_bw_Bps / 1e9:,.0f} GB/s")
     else:
         phi, phi_basis = memory_fraction(dev.id, fam)
-    floor, floor_basis, api = None, "the family's host launch floor", ""
+    floor, floor_basis, api, serial = None, "the family's host launch floor", "", False
     a = constants().api_for(dtype)
-    if a is not None and fam.launch_floor_s:
-        api = a.name
+    if a is not None and fam.id in a.families:
+        api, serial = a.name, fam.id in a.serial_epilogue_families and fam.tiles_modelled
         floor, floor_basis = api_floor(a.name, dev.id, exclude, exclude_sources)
     return Target(dev.id, dtype, dev.values[field].si, dev.memory_bw_Bps, _units(dev, fam), fam, r, basis, field,
-                  dev.values[field].source, phi, phi_basis, peak_clock_hz(dev), floor, floor_basis, api)
+                  dev.values[field].source, phi, phi_basis, peak_clock_hz(dev), floor, floor_basis, api, serial)
 
 
 # ------------------------------------------------------------- mechanisms measured on our committed GEMM sweeps
@@ -467,6 +482,7 @@ class Prediction:
     launch_floor_s: float = 0.0
     timing: str = "queued"
     split_k: int = 1
+    t_epilogue_s: float = 0.0
 
     @property
     def flop(self) -> int:
@@ -517,6 +533,8 @@ class Prediction:
                 "wave_efficiency": self.wave_efficiency, "split_k": self.split_k, "clock_ratio": t.clock_ratio, "clock_basis": t.clock_basis,
                 "eta": self.eta.value, "eta_basis": self.eta.text(), "overhead_us": self.overhead_s * 1e6,
                 "launch_floor_us": self.launch_floor_s * 1e6, "timing_api": t.api,
+                "epilogue": "serial" if t.serial_epilogue else "overlapped",
+                "t_epilogue_us": self.t_epilogue_s * 1e6,
                 "launch_floor_basis": t.launch_floor_basis,
                 "power_limited_clock_mhz": _power_clock_mhz(t),
                 "t_compute_us": self.t_compute_s * 1e6, "t_memory_us": self.t_memory_s * 1e6,
@@ -557,6 +575,14 @@ def output_bytes(dtype: str) -> int:
     return 2 if dtype.startswith("fp8") else kernels.DTYPE_BYTES[dtype]
 
 
+def epilogue_s(tg: Target, tile: tuple[int, int]) -> float:
+    """One output tile's epilogue where the API's kernels do not overlap it with the next tile's arithmetic [s]: the
+    tile of C written at the unit's share of the achievable bandwidth, Tm·Tn·b_C / (φ·B / U); 0 where they do."""
+    if not tg.serial_epilogue:
+        return 0.0
+    return tile[0] * tile[1] * output_bytes(tg.dtype) * tg.units / tg.achievable_bw_Bps
+
+
 def gemm_bytes(m: int, n: int, k: int, dtype: str) -> int:
     """A and B read once, C written once [B]: (m·k + k·n)·b + m·n·b_C."""
     return (m * k + k * n) * kernels.DTYPE_BYTES[dtype] + m * n * output_bytes(dtype)
@@ -572,15 +598,16 @@ def predict_target(tg: Target, m: int, n: int, k: int, eta: Eta, timing: str = "
     best = None
     for tm, tn in _candidates(tg.family, tg.dtype):
         tiles = math.ceil(m / tm) * math.ceil(n / tn)
+        t_e = epilogue_s(tg, (tm, tn))
         for split in split_k_options(tiles, tg.units, k, tg.family.tiles_modelled):
             waves = math.ceil(tiles * split / tg.units)
-            t_c = waves * 2.0 * tm * tn * math.ceil(k / split) / per_unit
+            t_c = waves * (2.0 * tm * tn * math.ceil(k / split) / per_unit + t_e)
             t_mem = (gemm_bytes(m, n, k, tg.dtype) + split_k_bytes(m, n, split)) / tg.achievable_bw_Bps
             if best is None or max(t_c, t_mem) < max(best[3], best[4]):
-                best = ((tm, tn), tiles, waves, t_c, t_mem, split)
-    tile, tiles, waves, t_c, t_mem, split = best
+                best = ((tm, tn), tiles, waves, t_c, t_mem, split, waves * t_e)
+    tile, tiles, waves, t_c, t_mem, split, t_epi = best
     return Prediction(tg, int(m), int(n), int(k), tile, tiles, waves, eta, t_c, t_mem, tg.family.overhead_s,
-                      tg.floor_s, timing, split)
+                      tg.floor_s, timing, split, t_epi)
 
 
 #: the shortest K slice a split-K kernel gives one tile (a few pipeline stages of a 64-deep K step)
@@ -622,7 +649,7 @@ def best_target(tg: Target, eta: Eta, max_dim: int = 16384, step: int = 256) -> 
     best_t = None
     for tm, tn in _candidates(tg.family, tg.dtype):
         waves = np.ceil(np.ceil(m / tm) * np.ceil(n / tn) / tg.units)
-        t = np.maximum(waves * 2.0 * tm * tn * k / per_unit, t_mem)
+        t = np.maximum(waves * (2.0 * tm * tn * k / per_unit + epilogue_s(tg, (tm, tn))), t_mem)
         best_t = t if best_t is None else np.minimum(best_t, t)
     rate = 2.0 * m * n * k / np.maximum(tg.floor_s, tg.family.overhead_s + best_t)
     i = np.unravel_index(int(np.argmax(rate)), rate.shape)
