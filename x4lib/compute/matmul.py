@@ -920,5 +920,9 @@ def cli_main(args) -> int:
         f"clock: {b['clock_basis']}", b["eta_basis"],
         f"time {b['time_us']:,.1f} µs = max(launch floor {b['launch_floor_us']:.1f}, overhead {b['overhead_us']:.1f} "
         f"+ max(compute {b['t_compute_us']:,.1f}, memory {b['t_memory_us']:,.1f})) µs",
+        f"launch floor: {b['launch_floor_basis']}",
+        f"epilogue: {b['epilogue']} ({b['t_epilogue_us']:,.1f} µs of the compute time)",
+        "power-limited clock under a long run: " + (f"{b['power_limited_clock_mhz']:,.0f} MHz"
+                                                    if b["power_limited_clock_mhz"] else "not modelled here"),
     ]), as_json=args.json)
     return 0
