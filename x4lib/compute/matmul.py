@@ -5,9 +5,11 @@ Model (units in brackets; F = 2·m·n·k FLOP, ``x4lib.compute.kernels``):
 
     tiles        T = ⌈m/Tm⌉·⌈n/Tn⌉                     tile quantisation: a partial tile costs a whole one
     waves        W = ⌈T/U⌉                              wave quantisation over U units (SMs, CUs, MMEs, MXUs, cores)
-    compute      t_c = W · 2·Tm·Tn·k / (η · r · P/U)     [s]  P: dense peak [FLOP/s] from the catalog,
+    compute      t_c = W · (2·Tm·Tn·k / (η · r · P/U) + t_e)  [s]  P: dense peak [FLOP/s] from the catalog,
                                                               r = f_sustained / f_peak (where a source gives it),
-                                                              η: the family's calibrated efficiency
+                                                              η: the family's calibrated efficiency; t_e: the
+                                                              epilogue of one tile where the timing API's kernels
+                                                              do not overlap it (Tm·Tn·b_C at φ·B/U), else 0
     memory       t_m = ((m·k + k·n)·b + m·n·b_C) / (φ·B) [s]  B [B/s] from the catalog, φ the achievable fraction
                                                               of it (copy/triad kernels measured on the family's
                                                               devices, published; or the bandwidth the same machine
@@ -17,6 +19,11 @@ Model (units in brackets; F = 2·m·n·k FLOP, ``x4lib.compute.kernels``):
                                                               harness up to method 2); t₀: fixed per-call start-up
                                                               and tail on the device, t_L: the host's launch time
     rate         R = F / t                               [FLOP/s];  efficiency R / P
+
+Measured on our committed GEMM sweeps (``book/runs/gemms/``) and never applied to the machine they were measured on
+when that device is held out (our runs as a whole are one source, ``ours``): t_L per timing API
+(``torch.matmul``, ``torch._scaled_mm``; :func:`api_floor`) and the power-limited clock (:func:`power_limited_clock`,
+reported, not applied to best-of-N rates).
 
 The library is assumed to pick, among its family's tiles (both orientations), the one with the least t. ``bound``
 names what sets t: ``launch`` (t₀ or t_L), ``memory`` (t_m), ``quantisation`` (t_c, with more than a quarter of the
@@ -105,10 +112,27 @@ class Family:
 
 
 @dataclasses.dataclass(frozen=True)
+class Api:
+    """A timing API (``torch.matmul``, ``torch._scaled_mm``): the dtypes it times and the fallback floor [s] where no
+    sweep measured it."""
+    name: str
+    dtypes: tuple[str, ...]
+    fallback_s: float
+    fallback_source: str
+    families: tuple[str, ...] = ()
+    serial_epilogue_families: tuple[str, ...] = ()
+
+
+@dataclasses.dataclass(frozen=True)
 class Constants:
     model_version: int
     min_devices: int
     families: Mapping[str, Family]
+    apis: Mapping[str, Api] = dataclasses.field(default_factory=lambda: MappingProxyType({}))
+    power_families: tuple[str, ...] = ()
+
+    def api_for(self, dtype: str) -> Api | None:
+        return next((a for a in self.apis.values() if dtype in a.dtypes), None)
 
     def family_of(self, device_id: str) -> Family:
         for fam in self.families.values():
@@ -165,7 +189,24 @@ def constants(path: Path = MATMUL_PATH) -> Constants:
             tile_sources=MappingProxyType({k: v.get("source", "not modelled") for k, v in raw["tiles"].items()}),
             tiles_modelled=raw["tiles"]["default"].get("modelled", True),
             clocks=tuple(clocks), uncalibrated_eta=raw.get("uncalibrated_eta"))
-    return Constants(doc["model_version"], doc["calibration"]["min_devices"], MappingProxyType(families))
+    apis = {}
+    for name, a in doc.get("timing_apis", {}).items():
+        fb = doc["overheads"].get(a["fallback"])
+        if fb is None:
+            raise MatmulDataError(f"{origin}: timing_apis/{name}/fallback: {a['fallback']!r} is not one of: "
+                                  f"{', '.join(doc['overheads'])}")
+        for key in ("families", "serial_epilogue_families"):
+            bad = [f for f in a.get(key, []) if f not in families]
+            if bad:
+                raise MatmulDataError(f"{origin}: timing_apis/{name}/{key}: not a family: {', '.join(bad)}")
+        apis[name] = Api(name, tuple(a["dtypes"]), fb["value"] * UNIT_TO_S[fb["unit"]], fb["source"],
+                         tuple(a["families"]), tuple(a.get("serial_epilogue_families", ())))
+    power = tuple(doc.get("power_clock", {}).get("families", ()))
+    for fid in power:
+        if fid not in families:
+            raise MatmulDataError(f"{origin}: power_clock/families: {fid!r} is not a family")
+    return Constants(doc["model_version"], doc["calibration"]["min_devices"], MappingProxyType(families),
+                     MappingProxyType(apis), power)
 
 
 def sources_used() -> set[str]:
@@ -205,6 +246,15 @@ class Target:
     memory_fraction: float = 1.0
     memory_basis: str = "the catalog's bandwidth (no achievable fraction applied)"
     peak_clock_hz: float | None = None
+    launch_floor_s: float | None = None
+    launch_floor_basis: str = "the family's host launch floor"
+    api: str = ""
+    serial_epilogue: bool = False
+
+    @property
+    def floor_s(self) -> float:
+        """The host's floor per call [s]: the timing API's (measured on other machines), else the family's."""
+        return self.family.launch_floor_s if self.launch_floor_s is None else self.launch_floor_s
 
     @property
     def achievable_bw_Bps(self) -> float:
@@ -252,7 +302,8 @@ def memory_fraction(device_id: str, family: "Family | None" = None) -> tuple[flo
 
 
 def target(device: specs.Device | str, dtype: str, *, use_clock: bool = True,
-           memory_bw_Bps: float | None = None) -> Target:
+           memory_bw_Bps: float | None = None, exclude: Iterable[str] = (),
+           exclude_sources: Iterable[str] = ()) -> Target:
     """The model's view of a catalog device in ``dtype``. ``use_clock=False`` ignores a sourced sustained clock
     (r = 1), to see what it is worth. ``memory_bw_Bps``: an achievable bandwidth the same machine measured (e.g. a
     run's triad), used instead of φ × the catalog's."""
@@ -277,8 +328,113 @@ def target(device: specs.Device | str, dtype: str, *, use_clock: bool = True,
                                                              f"{memory_bw_Bps / 1e9:,.0f} GB/s")
     else:
         phi, phi_basis = memory_fraction(dev.id, fam)
+    floor, floor_basis, api, serial = None, "the family's host launch floor", "", False
+    a = constants().api_for(dtype)
+    if a is not None and fam.id in a.families:
+        api, serial = a.name, fam.id in a.serial_epilogue_families and fam.tiles_modelled
+        floor, floor_basis = api_floor(a.name, dev.id, exclude, exclude_sources)
     return Target(dev.id, dtype, dev.values[field].si, dev.memory_bw_Bps, _units(dev, fam), fam, r, basis, field,
-                  dev.values[field].source, phi, phi_basis, peak_clock_hz(dev))
+                  dev.values[field].source, phi, phi_basis, peak_clock_hz(dev), floor, floor_basis, api, serial)
+
+
+# ------------------------------------------------------------- mechanisms measured on our committed GEMM sweeps
+
+#: the source name of every constant measured on our own committed runs (leave-one-source-out drops them all)
+OURS = "ours"
+
+
+@dataclasses.dataclass(frozen=True)
+class SweepEvidence:
+    """What one committed GEMM sweep (book/runs/gemms/) measured of the mechanisms: the least time per call of each
+    timing API [s] and, per sustained shape, (dtype, median SM clock [Hz], power limit [W])."""
+    run_id: str
+    device: str
+    floors_s: Mapping[str, float]
+    sustained: tuple[tuple[str, float, float], ...]
+
+
+@functools.lru_cache(maxsize=1)
+def sweep_evidence() -> tuple[SweepEvidence, ...]:
+    """The mechanisms each committed full GEMM sweep on a modelled GPU measured (empty where none is committed)."""
+    from x4lib.harness import device as hdevice, runs as hruns
+    try:
+        runs = hruns.load_runs("gemms")
+    except FileNotFoundError:
+        return ()
+    c, out = constants(), []
+    for run in runs:
+        cat = run.device.get("catalog_id")
+        if run.device.get("kind") != "gpu" or not cat or run.quick or not any(cat in f.devices
+                                                                              for f in c.families.values()):
+            continue
+        floors: dict[str, float] = {}
+        for r in run.results.get("matmul", []):
+            a = c.api_for(r["dtype"]) if r.get("status") == "ok" else None
+            if a is not None:
+                floors[a.name] = min(floors.get(a.name, math.inf), r["best_s"])
+        sus = []
+        for r in run.results.get("sustained", []):
+            ev = hdevice.clock_evidence(r.get("gpu_samples")) if r.get("status") == "ok" else None
+            if ev and ev.get("sm_mhz_median") and ev.get("power_limit_w") and \
+                    "sw_power_cap" in (ev.get("reasons_active") or []):
+                sus.append((r["dtype"], ev["sm_mhz_median"] * 1e6, float(ev["power_limit_w"])))
+        out.append(SweepEvidence(run.run_id, cat, MappingProxyType(floors), tuple(sus)))
+    return tuple(out)
+
+
+def _evidence(exclude: Iterable[str], exclude_sources: Iterable[str]) -> list[SweepEvidence]:
+    """The sweeps a prediction may use: none when our runs are a held-out source, never a held-out device's."""
+    if any(str(s).startswith(OURS) for s in exclude_sources):
+        return []
+    ex = set(exclude)
+    return [e for e in sweep_evidence() if e.device not in ex]
+
+
+def api_floor(api: str, device_id: str, exclude: Iterable[str] = (),
+              exclude_sources: Iterable[str] = ()) -> tuple[float, str]:
+    """The host's floor per call of a timing API [s] and its basis: the median over the committed sweeps (of other
+    machines when ``exclude`` holds the device) of the API's least time per call; else the API's fallback."""
+    a = constants().apis[api]
+    xs = [(e.floors_s[api], e.device) for e in _evidence(exclude, exclude_sources) if api in e.floors_s]
+    if not xs:
+        return a.fallback_s, f"{api}: no sweep measured it here; the host launch time ({a.fallback_source})"
+    v = statistics.median(x[0] for x in xs)
+    return v, (f"{api}: {v * 1e6:.1f} µs, the least time per call in our GEMM sweep(s) on "
+               f"{', '.join(sorted({x[1] for x in xs}))}")
+
+
+def power_limited_clock(device: specs.Device | str, dtype: str, exclude: Iterable[str] = (),
+                        exclude_sources: Iterable[str] = ()) -> tuple[float, str] | None:
+    """The clock [Hz] a dense GEMM of ``dtype`` settles at against the device's power limit (its catalog TDP), with
+    its basis, or None where the family has no power-clock model or no sweep of another device measured it.
+
+    Energy per SM-clock e = P_limit' / (U' · f') from each sustained shape of the same precision class that ran with
+    SW Power Cap Active on another device of the family; f = TDP / (U · median e), capped at the device's maximum
+    clock where the catalog gives it."""
+    dev = specs.get(device) if isinstance(device, str) else device
+    dtype = specs.normalize_dtype(dtype)
+    c = constants()
+    fam = c.family_of(dev.id)
+    if fam.id not in c.power_families or "tdp_w" not in dev.values or not dev.peak_basis:
+        return None
+    cls = precision_class(dtype)
+    es, who = [], set()
+    for e in _evidence(set(exclude) | {dev.id}, exclude_sources):
+        if e.device not in fam.devices:
+            continue
+        other = specs.get(e.device)
+        for d, f_hz, p_w in e.sustained:
+            if precision_class(d) == cls and (d == dtype or cls == "fp8" or d in ("bf16", "fp16")):
+                es.append(p_w / (_units(other, fam) * f_hz))
+                who.add(e.device)
+    if not es:
+        return None
+    e_clk = statistics.median(es)
+    tdp = dev.values["tdp_w"].si
+    f = tdp / (_units(dev, fam) * e_clk)
+    return f, (f"{f / 1e6:,.0f} MHz: the {tdp:.0f} W limit over {e_clk * 1e12:,.1f} pJ per SM-clock, the median of "
+               f"{len(es)} sustained {'FP8' if cls == 'fp8' else '16-bit'} shape(s) run against the power cap on "
+               f"{', '.join(sorted(who))}")
 
 
 def cpu_target(name: str, dtype: str, peak_flop_per_s: float, memory_bw_Bps: float, cores: int) -> Target:
@@ -326,6 +482,7 @@ class Prediction:
     launch_floor_s: float = 0.0
     timing: str = "queued"
     split_k: int = 1
+    t_epilogue_s: float = 0.0
 
     @property
     def flop(self) -> int:
@@ -375,7 +532,11 @@ class Prediction:
                 "units": t.units, "tile": list(self.tile), "tiles": self.tiles, "waves": self.waves,
                 "wave_efficiency": self.wave_efficiency, "split_k": self.split_k, "clock_ratio": t.clock_ratio, "clock_basis": t.clock_basis,
                 "eta": self.eta.value, "eta_basis": self.eta.text(), "overhead_us": self.overhead_s * 1e6,
-                "launch_floor_us": self.launch_floor_s * 1e6,
+                "launch_floor_us": self.launch_floor_s * 1e6, "timing_api": t.api,
+                "epilogue": "serial" if t.serial_epilogue else "overlapped",
+                "t_epilogue_us": self.t_epilogue_s * 1e6,
+                "launch_floor_basis": t.launch_floor_basis,
+                "power_limited_clock_mhz": _power_clock_mhz(t),
                 "t_compute_us": self.t_compute_s * 1e6, "t_memory_us": self.t_memory_s * 1e6,
                 "time_us": self.time_s * 1e6, "memory_bw_gb_s": t.memory_bw_Bps / 1e9,
                 "achievable_bw_gb_s": t.achievable_bw_Bps / 1e9, "memory_basis": t.memory_basis,
@@ -383,6 +544,15 @@ class Prediction:
                 "peak_field": t.peak_field, "peak_source": t.peak_source,
             },
         }
+
+
+def _power_clock_mhz(t: Target) -> float | None:
+    """The power-limited clock of a catalog target [MHz], or None (not a catalog device, or no model for it)."""
+    try:
+        pc = power_limited_clock(t.name, t.dtype)
+    except (specs.UnknownDeviceError, NoModelError):   # a computed CPU target is no catalog device
+        return None
+    return pc[0] / 1e6 if pc else None
 
 
 def _check_shape(m, n, k) -> None:
@@ -405,6 +575,14 @@ def output_bytes(dtype: str) -> int:
     return 2 if dtype.startswith("fp8") else kernels.DTYPE_BYTES[dtype]
 
 
+def epilogue_s(tg: Target, tile: tuple[int, int]) -> float:
+    """One output tile's epilogue where the API's kernels do not overlap it with the next tile's arithmetic [s]: the
+    tile of C written at the unit's share of the achievable bandwidth, Tm·Tn·b_C / (φ·B / U); 0 where they do."""
+    if not tg.serial_epilogue:
+        return 0.0
+    return tile[0] * tile[1] * output_bytes(tg.dtype) * tg.units / tg.achievable_bw_Bps
+
+
 def gemm_bytes(m: int, n: int, k: int, dtype: str) -> int:
     """A and B read once, C written once [B]: (m·k + k·n)·b + m·n·b_C."""
     return (m * k + k * n) * kernels.DTYPE_BYTES[dtype] + m * n * output_bytes(dtype)
@@ -420,15 +598,16 @@ def predict_target(tg: Target, m: int, n: int, k: int, eta: Eta, timing: str = "
     best = None
     for tm, tn in _candidates(tg.family, tg.dtype):
         tiles = math.ceil(m / tm) * math.ceil(n / tn)
+        t_e = epilogue_s(tg, (tm, tn))
         for split in split_k_options(tiles, tg.units, k, tg.family.tiles_modelled):
             waves = math.ceil(tiles * split / tg.units)
-            t_c = waves * 2.0 * tm * tn * math.ceil(k / split) / per_unit
+            t_c = waves * (2.0 * tm * tn * math.ceil(k / split) / per_unit + t_e)
             t_mem = (gemm_bytes(m, n, k, tg.dtype) + split_k_bytes(m, n, split)) / tg.achievable_bw_Bps
             if best is None or max(t_c, t_mem) < max(best[3], best[4]):
-                best = ((tm, tn), tiles, waves, t_c, t_mem, split)
-    tile, tiles, waves, t_c, t_mem, split = best
+                best = ((tm, tn), tiles, waves, t_c, t_mem, split, waves * t_e)
+    tile, tiles, waves, t_c, t_mem, split, t_epi = best
     return Prediction(tg, int(m), int(n), int(k), tile, tiles, waves, eta, t_c, t_mem, tg.family.overhead_s,
-                      tg.family.launch_floor_s, timing, split)
+                      tg.floor_s, timing, split, t_epi)
 
 
 #: the shortest K slice a split-K kernel gives one tile (a few pipeline stages of a 64-deep K step)
@@ -453,7 +632,8 @@ def predict(device: specs.Device | str, dtype: str, m: int, n: int, k: int, *, e
             exclude_sources: Iterable[str] = ()) -> Prediction:
     """Predicted rate of an m×n×k matmul in ``dtype`` on a catalog device, with η calibrated without the devices in
     ``exclude`` and the sources in ``exclude_sources`` (the validations pass the held-out device or source)."""
-    tg = target(device, dtype, use_clock=use_clock, memory_bw_Bps=memory_bw_Bps)
+    tg = target(device, dtype, use_clock=use_clock, memory_bw_Bps=memory_bw_Bps, exclude=exclude,
+                exclude_sources=exclude_sources)
     return predict_target(tg, m, n, k, eta_of(tg, exclude, use_clock, exclude_sources), timing)
 
 
@@ -469,9 +649,9 @@ def best_target(tg: Target, eta: Eta, max_dim: int = 16384, step: int = 256) -> 
     best_t = None
     for tm, tn in _candidates(tg.family, tg.dtype):
         waves = np.ceil(np.ceil(m / tm) * np.ceil(n / tn) / tg.units)
-        t = np.maximum(waves * 2.0 * tm * tn * k / per_unit, t_mem)
+        t = np.maximum(waves * (2.0 * tm * tn * k / per_unit + epilogue_s(tg, (tm, tn))), t_mem)
         best_t = t if best_t is None else np.minimum(best_t, t)
-    rate = 2.0 * m * n * k / np.maximum(tg.family.launch_floor_s, tg.family.overhead_s + best_t)
+    rate = 2.0 * m * n * k / np.maximum(tg.floor_s, tg.family.overhead_s + best_t)
     i = np.unravel_index(int(np.argmax(rate)), rate.shape)
     return predict_target(tg, int(m[i]), int(n[i]), int(k[i]), eta)
 
@@ -740,5 +920,9 @@ def cli_main(args) -> int:
         f"clock: {b['clock_basis']}", b["eta_basis"],
         f"time {b['time_us']:,.1f} µs = max(launch floor {b['launch_floor_us']:.1f}, overhead {b['overhead_us']:.1f} "
         f"+ max(compute {b['t_compute_us']:,.1f}, memory {b['t_memory_us']:,.1f})) µs",
+        f"launch floor: {b['launch_floor_basis']}",
+        f"epilogue: {b['epilogue']} ({b['t_epilogue_us']:,.1f} µs of the compute time)",
+        "power-limited clock under a long run: " + (f"{b['power_limited_clock_mhz']:,.0f} MHz"
+                                                    if b["power_limited_clock_mhz"] else "not modelled here"),
     ]), as_json=args.json)
     return 0

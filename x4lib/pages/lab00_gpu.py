@@ -291,6 +291,39 @@ def mechanism_rows(runs) -> list[dict]:
     return out
 
 
+def mechanism_model_rows(runs) -> list[dict]:
+    """Per sweep run and precision: the host floor and the sustained clock it measured, against what the matmul model
+    predicts for that device with the device held out (the floor and the energy per clock of the other machines)."""
+    out = []
+    for run in runs:
+        cat = run.device["catalog_id"]
+        for dt in ("bf16", "fp8_e4m3"):
+            tg = matmul.target(cat, dt, exclude={cat})
+            pc = matmul.power_limited_clock(cat, dt, exclude={cat})
+            meas = sustained_clock(run, dt)
+            out.append({"device": cat, "dtype": dt, "api": tg.api, "floor": host_floor_us(run, dt),
+                        "floor_model": tg.floor_s * 1e6, "clock": meas,
+                        "clock_model": pc[0] / 1e6 if pc else None,
+                        "clock_err": 100 * (pc[0] / 1e6 / meas - 1) if pc else None})
+    return out
+
+
+def mechanism_model_table(runs):
+    return table(mechanism_model_rows(runs), {
+        "device": "device", "dtype": "dtype", "api": "timing API",
+        "floor": Col("least time per call, measured", unit="µs", fmt="{:.1f}"),
+        "floor_model": Col("model's floor, this device held out", unit="µs", fmt="{:.1f}"),
+        "clock": Col("sustained SM clock, measured", unit="MHz", fmt="{:,.0f}"),
+        "clock_model": Col("power-limited clock, this device held out", unit="MHz", fmt="{:,.0f}"),
+        "clock_err": Col("clock error", unit="%", fmt="{:+.0f}")})
+
+
+def sglang_fp8_error() -> float:
+    """Median |error| of SGLang's published H100 FP8 GEMMs (no calibration row), with the device held out."""
+    rows = [r for r in mv.published_rows() if r.source.startswith("sglang") and r.dtype == "fp8_e4m3"]
+    return statistics.median(abs(s.error("device")) for s in mv.score(rows))
+
+
 def mechanism_table(runs):
     return table(mechanism_rows(runs), {
         "device": "GPU (as detected)", "floor_bf16": Col("least time per call, BF16", unit="µs", fmt="{:.1f}"),

@@ -119,7 +119,7 @@ def estimate(model, device, batch: int, context: int, mode: str = "graph", dtype
     def device_time(p: matmul.Prediction) -> float:
         return p.overhead_s + max(p.t_compute_s, p.t_memory_s)
     tg = gemms[0].target
-    t0, t_launch, bw = gemms[0].overhead_s, gemms[0].launch_floor_s, tg.achievable_bw_Bps
+    t0, t_launch, bw = gemms[0].overhead_s, gemms[0].target.family.launch_floor_s, tg.achievable_bw_Bps
     kv = inference.model_kv_cache(c, context, batch, "bf16")
     kv_per_layer_B = kv.total_bytes / c.layers
     t_att = t0 + kv_per_layer_B / bw
