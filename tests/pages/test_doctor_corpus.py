@@ -28,8 +28,8 @@ def test_the_corpus_is_stored_whole_with_provenance_and_a_held_out_quarter():
 
 def test_the_score_is_the_doctors_on_every_case():
     s = dc.summary()
-    assert s["all"] == (37, 45) and s["written_against"] == (34, 34) and s["held_out"] == (3, 11)
-    assert s["refused"] == 3 and s["refused_held_out"] == 3
+    assert s["all"] == (39, 45) and s["written_against"] == (34, 34) and s["held_out"] == (5, 11)
+    assert s["refused"] == 0 and s["refused_held_out"] == 0
     assert sum(v[1] for v in s["by_category"].values()) == 45
     # every named case quotes the thread's evidence line in a finding of the thread's category
     for r in dc.scores():
@@ -38,16 +38,16 @@ def test_the_score_is_the_doctors_on_every_case():
 
 def test_the_issue_targets_where_they_stand():
     s = dc.summary()
-    assert dc.pct(s["written_against"]) >= 85
-    # not met: 82.2 % of the corpus, 27.3 % of the held-out quarter (targets 85 % and 75 %); reported on the page
-    assert dc.pct(s["all"]) == pytest.approx(82.2) and dc.pct(s["held_out"]) == pytest.approx(27.3)
+    assert dc.pct(s["written_against"]) >= 85 and dc.pct(s["all"]) >= 85
+    # met on the whole corpus (86.7 %); not met on the held-out quarter: 45.5 % (target 75 %); reported on the page
+    assert dc.pct(s["all"]) == pytest.approx(86.7) and dc.pct(s["held_out"]) == pytest.approx(45.5)
 
 
 def test_the_page_tables_and_worked_cases():
     t = dc.category_table()
-    assert t.loc["all", "named"] == 37 and t.loc["held out", "named %"] == pytest.approx(27.3)
+    assert t.loc["all", "named"] == 39 and t.loc["held out", "named %"] == pytest.approx(45.5)
     assert list(t.index[:9]) == list(dc.CATEGORY)
     md = dc.worked_case("numa-socket__ncclt293-a100pcie-nps-gdr.txt")
     assert "NCCL_NET_GDR_LEVEL=SYS" in md and "gdr-level-forced" in md and "source:" in md
     cases = dc.case_table(held_out=True)
-    assert len(cases) == 11 and cases["named"].sum() == 3
+    assert len(cases) == 11 and cases["named"].sum() == 5
