@@ -157,7 +157,7 @@ SIGNALS: tuple[Signal, ...] = (
        r"disabl\w{1,3}|on)\b"),
     _s("dmesg-xid", "dmesg", "xid", r"NVRM: Xid \(.{0,40}\): ([0-9]{1,4})"),
     # -- NUMA, binding
-    _s("numa-prose", "sentence", ("bind", "nps", "numa", "unbound", "socket"),
+    _s("numa-prose", "sentence", ("bind", "nps", "numa", "numa node", "unbound", "socket"),
        r"\bunbound\b|cpu[_-]bind\S{0,3}\s*=?\s*\"?(?:verbose,)?none|--bind-to (?:socket|none)|\bNPS ?[124]\b"
        r"|NUMA nodes? per socket|\b(?:different|other|remote|opposite|wrong)\s+(?:NUMA(?: nodes?)?|(?:CPU )?sockets?)\b"
        r"|cross[- ]socket|across (?:the )?(?:two |both )?(?:CPU )?sockets|--cpunodebind|--membind"),
