@@ -152,3 +152,46 @@ def test_acsctl_in_hex_is_read():
     _, got = run("GPUs behind bridges with ACS enabled (ACSCtl: 0x001d = SrcValid+, ReqRedir+)\n"
                  "ACSCtl: 0x0000\n")
     assert [e.line for e in got["acs-enabled"].evidence] == [1]
+
+
+@pytest.mark.parametrize("lines, rule", [
+    # the transport NCCL was told to use (NCCL env docs: NCCL_NET); inside NCCL_DEBUG output the nccl-debug reader
+    # decides the transport instead
+    (["We launch every rank with NCCL_NET=Socket exported."], "net-socket-nodes-unknown"),
+    # P2P turned off by a setting, or refused by the peer-access test (CUDA sample p2pBandwidthLatencyTest)
+    (["export NCCL_P2P_DISABLE=1"], "p2p-disabled-by-env"),
+    (["Device=0 CANNOT Access Peer Device=1"], "report-says-p2p-off"),
+    (["GPU 0: NVIDIA GeForce RTX 4090 (UUID: GPU-1)", "GPU 1: NVIDIA GeForce RTX 4090 (UUID: GPU-2)"],
+     "geforce-no-p2p"),
+    # old lspci without "(downgraded)": LnkSta below the LnkCap just above it
+    (["\t\tLnkCap:\tPort #0, Speed 8GT/s, Width x16, ASPM L0s L1", "\t\tLnkSta:\tSpeed 8GT/s, Width x8,"],
+     "pcie-width-downgraded"),
+    (["\t\tLnkCap:\tPort #0, Speed 16GT/s, Width x16, ASPM L1", "\t\tLnkSta:\tSpeed 2.5GT/s, Width x16,"],
+     "pcie-speed-downgraded-check-load"),
+    (["The card runs at x8 instead of x16 in the second slot."], "report-says-pcie-slot"),
+    # power and clocks
+    (["sudo nvidia-smi -i 0 -pl 250"], "power-limit-lowered"),
+    (["the SM clock is stuck at 1005 MHz under load"], "report-says-thermal"),
+    # IOMMU/ACS, NUMA, NIC distance
+    (["[    0.1] DMAR: IOMMU enabled"], "iommu-in-paste"),
+    (["The GPU and the NIC are on different NUMA nodes."], "cpu-binding"),
+    (["h:1:2 [0] NCCL INFO GPU Direct RDMA Disabled for GPU ca000 / HCA 0 (distance 7 > 4)"], "topo-gpu-nic-no-gdr"),
+    # expectations, dtype and shape
+    (["I expected the advertised 900 GB/s but get 370"], "line-rate-expected"),
+    (["torch.backends.cuda.matmul.allow_tf32 = False"], "tf32-not-enabled"),
+    (["The benchmark uses small matrices (M=64)"], "shape-kernel-choice"),
+])
+def test_general_signals_name_their_rule(lines, rule):
+    text = "Some context first.\n\n" + "\n".join(lines) + "\n"
+    report, got = run(text)
+    assert rule in got, sorted(got)
+    assert {e.line for e in got[rule].evidence} <= set(range(3, 3 + len(lines)))
+
+
+def test_an_idle_link_at_full_width_and_tool_legends_are_not_findings():
+    _, got = run("\t\tLnkCap:\tPort #0, Speed 16GT/s, Width x16\n\t\tLnkSta:\tSpeed 16GT/s, Width x16\n"
+                 "NCCL INFO NET/IB : Using [0]mlx5_0:1/IB ; OOB eth0\n")
+    assert not {"pcie-width-downgraded", "pcie-speed-downgraded-check-load"} & set(got)
+    _, got = run("  SYS  = Connection traversing PCIe as well as the SMP interconnect between NUMA nodes (e.g., QPI/UPI)\n"
+                 "NCCL INFO NET/IB : Using [0]mlx5_0:1/IB ; OOB eth0\n")
+    assert "cpu-binding" not in got

@@ -108,10 +108,12 @@ def detect_kinds(text: str) -> list[str]:
 #: pasted-text rules left to a tool's reader when the text holds that tool's output: the reader decides them with
 #: more context (the node count, the results table, the capability beside the status)
 _READER_DECIDES = {
-    "nccl-debug": ("net-socket-nodes-unknown", "p2p-not-supported", "rccl-iommu-pt-missing"),
+    "nccl-debug": ("net-socket-nodes-unknown", "p2p-not-supported", "rccl-iommu-pt-missing", "p2p-disabled-by-env",
+                   "geforce-no-p2p"),
     "nccl-tests-log": ("net-socket-nodes-unknown", "p2p-not-supported", "rccl-iommu-pt-missing", "avg-busbw-not-peak",
+                       "p2p-disabled-by-env", "geforce-no-p2p",
                        "gdr-level-forced", "cpu-binding", "cumem-disabled-no-mnnvl"),
-    "lspci": ("acs-enabled", "pcie-width-downgraded"),
+    "lspci": ("acs-enabled", "pcie-width-downgraded", "pcie-speed-downgraded-check-load"),
     "nvidia-smi-q": ("clock-reason-in-paste", "power-limit-lowered"),
 }
 

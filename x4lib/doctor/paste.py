@@ -73,12 +73,13 @@ _GBPS = r"([0-9]{1,5}(?:\.[0-9]{1,4})?) ?(?:GB/s|GBps|GB/S|GB/sec)"
 SIGNALS: tuple[Signal, ...] = (
     # -- NCCL / RCCL lines
     _s("nccl-socket", "nccl-line", ("net/socket", "network socket"),
-       r"NET/Socket ?: ?Using|Using (?:internal )?network Socket"),
+       r"NET/Socket ?: ?Using|Using (?:internal )?network Socket|via NET/Socket/"),
     _s("nccl-ib-nodevice", "nccl-line", ("no device found", "libibverbs"),
-       r"NET/IB ?: ?No device found|Failed to open libibverbs"),
+       r"NET/IB ?: ?No device found|Failed to open libibverbs|NET/OFI.{0,60}(?:fail|No .{0,20}found)"),
     _s("nccl-ib-used", "nccl-line", ("net/ib", "network ib", "libfabric"),
        r"Using network (?:IB|AWS Libfabric)|via NET/IB|via NET/AWS"),
     _s("nccl-ib-disable", "nccl-env", "nccl_ib_disable", r"NCCL_IB_DISABLE\s*(?:=|set by environment to)\s*1\b"),
+    _s("nccl-net-socket-env", "nccl-env", "nccl_net", r"NCCL_NET\s*(?:=|set by environment to)\s*\"?Socket\b"),
     _s("nccl-cumem-off", "nccl-env", "nccl_cumem_enable",
        r"NCCL_CUMEM_ENABLE\s*(?:=|set by environment to)\s*0\b"),
     _s("nccl-no-p2p", "nccl-line", "could not enable p2p", r"Could not enable P2P between dev [0-9]"),
@@ -91,6 +92,10 @@ SIGNALS: tuple[Signal, ...] = (
        r"NCCL_P2P_LEVEL\s*(?:=|set by environment to)\s*(?:SYS|PHB|NODE)\b"),
     _s("nccl-p2p-disable", "nccl-env", "nccl_p2p_disable",
        r"NCCL_P2P_DISABLE\s*(?:=|set by environment to)\s*1\b"),
+    _s("nccl-gdr-distance", "nccl-line", "gpu direct rdma disabled",
+       r"GPU Direct RDMA Disabled for GPU .{0,40}\(distance [0-9] ?> ?[0-9]\)"),
+    _s("gpu-name-no-p2p", "nccl-line", "geforce",
+       r"(?:Rank\s+[0-9]{1,4}\b.{0,80}|GPU [0-9]{1,3}: |\|\s+[0-9]{1,2}\s+)NVIDIA GeForce RTX [45]0[0-9]0"),
     _s("nccl-gdr-level", "nccl-env", "nccl_net_gdr_level",
        r"NCCL_NET_GDR_LEVEL\s*(?:=|set by environment to)\s*(?:SYS|PHB|NODE|[3-9])\b"),
     _s("mnnvl", "sentence", ("gb200", "gb300", "nvl72", "mnnvl", "multi-node nvlink", "imex"),
@@ -110,65 +115,96 @@ SIGNALS: tuple[Signal, ...] = (
     # -- nvidia-smi, power and clocks
     _s("smi-reason-active", "nvidia-smi", ("power cap", "slowdown", "power_cap", "thermal"),
        r"(?:SW Power Cap|HW Slowdown|HW Thermal Slowdown|HW Power Brake Slowdown|SW Thermal Slowdown)\s*:\s*Active"
-       r"|clocks_(?:event|throttle)_reasons\.\w{1,40}|\bsw_power_cap\b.{0,40}\bactive\b"),
+       r"|clocks_(?:event|throttle)_reasons\.(?:sw_power_cap|hw_slowdown|hw_thermal_slowdown|hw_power_brake"
+       r"_slowdown|sw_thermal_slowdown)\b(?!\s*\[)|\bsw_power_cap\b.{0,40}\bactive\b"),
+    _s("power-limit-set", "sentence", ("-pl", "power-limit", "power limit", "power cap", "capped"),
+       r"nvidia-smi\b.{0,20}\s(?:-pl|--power-limit)[= ]?[0-9]{2,4}\b|\bpower[- ](?:limit|cap)\w{0,2}\b.{0,30}"
+       r"\b(?:set|lowered|reduced|capped|limited)\b.{0,20}\b[0-9]{2,4} ?W\b|\b(?:capped|limited) (?:at|to) [0-9]{2,4} ?W\b"),
     _s("power-limit-default", "nvidia-smi", "default",
        r"limit\s*[=:]\s*([0-9]{1,4}(?:\.[0-9]{1,2})?) ?W\W{0,4}default\s*[=:]\s*([0-9]{1,4}(?:\.[0-9]{1,2})?) ?W"),
     _s("smi-summary", "nvidia-smi", ("nvidia-smi", "pwr:usage/cap", "perf  pwr"),
        r"NVIDIA-SMI [0-9]{3}|Pwr:Usage/Cap"),
     _s("thermal-prose", "sentence", ("overheat", "throttl", "degrees", "°c", "stuck at"),
        r"overheat|\bthrottl\w{0,5}\b.{0,80}(?:[0-9]{2,3} ?(?:°C|degrees)|clock)|clock\w{0,2} (?:dropped|drops|fell)"
-       r".{0,60}MHz|stuck at [0-9]{1,4} ?W\b"),
+       r".{0,60}MHz|stuck at [0-9]{1,4} ?W\b|\bclocks?\b.{0,40}\b(?:stuck|locked|pinned|capped|never (?:goes|rises|leaves|"
+       r"exceeds))\b.{0,40}\b[0-9]{2,4} ?MHz|\b(?:9[0-9]|8[5-9]) ?(?:°C|degrees)"),
     # -- PCIe
     _s("lspci-lnksta", "lspci", "lnksta", r"LnkSta:\s*Speed ([0-9.]{1,5})GT/s"),
     _s("lspci-acs-on", "lspci", "acsctl",
        r"ACSCtl:\s*(?:SrcValid\+|0x0*[1-9a-fA-F][0-9a-fA-F]{0,3}\b)"),
+    _s("lspci-lnkcap", "lspci", "lnkcap", r"LnkCap:.{0,40}Speed ([0-9.]{1,5})GT/s, Width x([0-9]{1,2})"),
+    _s("lspci-lnksta-full", "lspci", "lnksta", r"LnkSta:\s*Speed ([0-9.]{1,5})GT/s( \(downgraded\))?, Width x([0-9]{1,2})"
+       r"( \(downgraded\))?"),
     _s("pcie-table", "sentence", ("gen", "pcie"),
        r"Gen ?([1-6])\W{0,3}[x×] ?([0-9]{1,2})\b.{1,60}?Gen ?([1-6])\W{0,3}[x×] ?([0-9]{1,2})\b"),
     _s("pcie-lanes-report", "sentence", "lanes negotiated",
        r"x([0-9]{1,2}) lanes negotiated \(GPU max x([0-9]{1,2})"),
-    _s("pcie-prose", "sentence", ("riser", "chipset", "downgraded", "downtrained"),
-       r"\briser\b|\bvia (?:the )?chipset\b|\bchipset[- ]attached\b|\bdown(?:graded|trained)\b"),
+    _s("pcie-prose", "sentence", ("riser", "chipset", "downgraded", "downtrained", "x16", "x8", "x4", "x1", "gen",
+                                  "gt/s"),
+       r"\briser\b|\bvia (?:the )?chipset\b|\bchipset[- ]attached\b|\bdown(?:graded|trained)\b"
+       r"|\b(?:x1|x4|x8)\b.{0,30}\b(?:instead of|rather than|not|but|of a possible|vs\.?)\b.{0,20}\bx16\b"
+       r"|\b(?:only|runs? at|running at|stuck at|negotiat\w{0,3} (?:at|to)?)\s*(?:PCIe )?(?:x[148]|Gen ?[12]\b|2\.5 ?GT/s)"
+       r"|(?<![-0-9.])2\.5 ?GT/s(?![-0-9])"),
     _s("dmesg-aer", "dmesg", "aer", r"\bAER: .{0,40}(?:Corrected|Uncorrected|error)"),
     # -- virtualisation, ACS, IOMMU
     _s("vm-prose", "sentence", ("virtual machine", "sr-iov", "pass-through", "passthrough", "qemu", "kvm",
-                                "hypervisor"),
-       r"virtual machine|SR-IOV|pass-?through|\bQEMU\b|\bKVM\b|hypervisor"),
-    _s("dmesg-iommu", "dmesg", ("dmar", "amd-vi", "io_page_fault", "iommu"),
-       r"DMAR: \[?DMA|DMAR:.{0,40}fault|AMD-Vi: .{0,40}IO_PAGE_FAULT|intel_iommu=on|\biommu=on\b"),
+                                "hypervisor", "vfio", "vmware", "esxi", "hyper-v", "proxmox", "vm"),
+       r"virtual machine|SR-IOV|pass-?through|\bQEMU\b|\bKVM\b|hypervisor|\bvfio(?:-pci)?\b|VMware|ESXi|Hyper-V"
+       r"|Proxmox|\b(?:a|the|our|my|in|inside|on|cloud|guest) VMs?\b"),
+    _s("dmesg-iommu", "dmesg", ("dmar", "amd-vi", "io_page_fault", "iommu", "acs"),
+       r"DMAR: \[?DMA|DMAR:.{0,40}fault|AMD-Vi: .{0,40}IO_PAGE_FAULT|intel_iommu=on|\b(?:amd_)?iommu=on\b"
+       r"|DMAR: IOMMU enabled|\bIOMMU\b.{0,30}\b(?:enabled|is on|turned on)\b|pci=noacs|\bACS\b.{0,40}\b(?:enabled|"
+       r"disabl\w{1,3}|on)\b"),
     _s("dmesg-xid", "dmesg", "xid", r"NVRM: Xid \(.{0,40}\): ([0-9]{1,4})"),
     # -- NUMA, binding
-    _s("numa-prose", "sentence", ("bind", "nps", "numa", "unbound"),
+    _s("numa-prose", "sentence", ("bind", "nps", "numa", "numa node", "unbound", "socket"),
        r"\bunbound\b|cpu[_-]bind\S{0,3}\s*=?\s*\"?(?:verbose,)?none|--bind-to (?:socket|none)|\bNPS ?[124]\b"
-       r"|NUMA nodes? per socket"),
+       r"|NUMA nodes? per socket|\b(?:different|other|remote|opposite|wrong)\s+(?:NUMA(?: nodes?)?|(?:CPU )?sockets?)\b"
+       r"|cross[- ]socket|across (?:the )?(?:two |both )?(?:CPU )?sockets|--cpunodebind|--membind"),
     _s("numactl", "numactl", ("numa node", "available:"),
        r"^NUMA node[0-9]{1,3} CPU\(s\):|^available: [0-9]{1,3} nodes|^node [0-9]{1,3} cpus:"),
     _s("nic-pairing-prose", "sentence", "nic", r"same NIC|wrong NIC|NIC ?[0-9]? is closer"),
     # -- P2P stated in prose, AMD peers
     _s("p2p-prose", "sentence", ("p2p", "peer"),
        r"\bp2p\b.{0,40}\b(?:disabled?|can'?t be enabled|cannot be enabled|not (?:supported|enabled|capable))"
-       r"|\b(?:disabl\w{0,3}|override\w?)\b.{0,30}\bp2p\b|chipset not supported|not P2P-capable"),
+       r"|\b(?:disabl\w{0,3}|override\w?)\b.{0,30}\bp2p\b|chipset not supported|not P2P-capable"
+       r"|CANNOT Access Peer|Peer access .{0,60}: ?No\b|can_?access_?peer\w{0,10}\W{0,6}(?:0|False)\b"
+       r"|\bpeer[- ]to[- ]peer\b.{0,40}\b(?:disabled?|not (?:supported|enabled|available))"),
     _s("amd-no-peers", "rocm-tool", ("peers:false", "no peers found"), r"peers:false|No peers found"),
-    _s("transport-prose", "sentence", ("socket", "instead of"),
+    _s("transport-prose", "sentence", ("socket", "instead of", "not us", "without", "fall"),
        r"\b(?:NCCL|nccl)\b.{0,40}\b(?:using|used|uses|fell back to|falls back to|fallback to)\b.{0,10}\bsocket"
-       r"|\bIB (?:wasn'?t|was not|is not|isn'?t) being used|instead of (?:InfiniBand|IB|RDMA|RoCE)\b"),
+       r"|\bIB (?:wasn'?t|was not|is not|isn'?t) being used|instead of (?:InfiniBand|IB|RDMA|RoCE|EFA)\b"
+       r"|\b(?:TCP|sockets?|ethernet)\b.{0,30}\binstead of\b|\bnot (?:using|use|used) (?:InfiniBand|IB|RDMA|RoCE|EFA|"
+       r"GPUDirect|TCPX)\b|\bwithout (?:RDMA|InfiniBand|EFA|GPUDirect|TCPXO?)\b|\bfalls? back to (?:TCP|sockets?)\b"),
     _s("p2p-cpu-prose", "sentence", ("root port", "pci switch", "pcie switch", "compared to shm"),
        r"separate (?:CPU )?root ports|(?:don'?t|do not) have (?:a )?PCIe? switch|compared to SHM"),
     # -- expectations
     _s("expectation-prose", "sentence", ("line rate", "theor", "claim", "datasheet", "total", "bi-direc",
-                                         "bidirec"),
-       r"line rate|theor\w{0,6}\b|\bclaim\w{0,2}\b|datasheet|\btotal bandwidth\b|\bbi-?directional\b"),
+                                         "bidirec", "advertised", "spec", "peak", "nominal", "rated", "direction",
+                                         "algbw", "% of"),
+       r"line rate|theor\w{0,6}\b|\bclaim\w{0,2}\b|datasheet|\btotal bandwidth\b|\bbi-?directional\b"
+       r"|\b(?:advertised|spec(?:ification)?s?|peak|nominal|rated)\b.{0,40}\b(?:[0-9]{2,5} ?(?:GB/s|TB/s|TFLOPS|Gb/s|Gbps)"
+       r"|bandwidth|TFLOPS)|\bper direction\b|\buni-?directional\b|\b(?:busbw|algbw)\b.{0,30}\b(?:vs\.?|versus|instead of|compared|rather than|not)\b.{0,20}\b(?:busbw|algbw)\b"
+       r"|\b(?:only|just) (?:get(?:ting)? |reach(?:ing)? |achiev\w{1,3} )?(?:about |around |~)?[0-9]{1,3} ?% of\b"),
     _s("tflops-figure", "sentence", ("tflop", "tf/s", "tensor core", "flops"), r"TFLOPS|TF/s|Tensor Core|FLOPS"),
     _s("fabric-prose", "sentence", ("fabric", "between nodes"),
        # not nvidia-smi -q's own "Fabric" section header or "GPU Fabric GUID" line, which are no reporter's words
        r"\bfabric\b(?!\s*(?:GUID|State|Status|:|$))|between nodes? [0-9]{1,3} ?(?:\+|and|&) ?[0-9]{1,3}"),
     # -- dtype, shape, cache
-    _s("tf32-off", "pytorch", ("tensorfloat32", "float32_matmul_precision", "allow_tf32", "highest"),
-       r"TensorFloat32 tensor cores|set_float32_matmul_precision|allow_tf32\s*=\s*False|\bhighest\b\s*\(default\)"),
+    _s("tf32-off", "pytorch", ("tensorfloat32", "float32_matmul_precision", "allow_tf32", "highest", "tf32",
+                               "fp32", "float32"),
+       r"TensorFloat32 tensor cores|set_float32_matmul_precision|allow_tf32\s*=\s*False|\bhighest\b\s*\(default\)"
+       r"|\bTF32\b.{0,30}\b(?:off|disabled|not enabled|False)\b|\b(?:fp32|float32)\b.{0,40}\b(?:instead of|rather than"
+       r"|not)\b.{0,20}\b(?:tf32|bf16|fp16|half)\b"),
     _s("cache-flattered", "sentence", ("l2", "cache"),
        r"\b(?:L2|cache\w?)\b.{0,80}\b(?:inflat\w{0,4}|overstat\w{0,6}|higher than (?:the )?peak|above (?:the )?peak)"
-       r"|\b(?:inflat\w{0,4}|higher than (?:the )?peak|above (?:the )?peak)\b.{0,80}\b(?:L2|cache)\b"),
-    _s("shape-kernel", "sentence", ("align", "% 16", "%16"),
-       r"(?:gemm|Kernel2?|cutlass)\w{0,80}.{0,40}_align[0-9]|\bN ?% ?16 ?== ?8"),
+       r"|\b(?:inflat\w{0,4}|higher than (?:the )?peak|above (?:the )?peak)\b.{0,80}\b(?:L2|cache)\b"
+       r"|\bfits? (?:in|into) (?:the )?(?:L2|LLC|Infinity Cache|cache)\b|\b(?:without|no) (?:flushing|flush\w{0,3})\b"
+       r".{0,20}\b(?:L2|cache)|\b(?:L2|cache) (?:flush|effects?|hits?)\b"),
+    _s("shape-kernel", "sentence", ("align", "% 16", "%16", "multiple", "odd", "small", "awkward"),
+       r"(?:gemm|Kernel2?|cutlass)\w{0,80}.{0,40}_align[0-9]|\bN ?% ?16 ?== ?8"
+       r"|\bnot (?:a )?multiples? of (?:8|16|32|64|128)\b|\b(?:odd|unaligned|misaligned|awkward) (?:shapes?|sizes?|"
+       r"dimensions?)\b|\bsmall (?:matri(?:x|ces)|GEMMs?|shapes?|problem sizes?|batch(?:es| sizes?)?)\b"),
 )
 
 #: every fragment kind a signal can prove (what the doctor says it read)
@@ -344,13 +380,13 @@ def findings(sc: Scan, skip: frozenset = frozenset()) -> list[Finding]:
 
     p2p_on = sc.has("nccl-via-p2p")
     # transport
-    if sc.has("nccl-socket", "nccl-ib-nodevice") and not sc.has("nccl-ib-used"):
-        add("net-socket-nodes-unknown", sc.lines_of("nccl-ib-nodevice", "nccl-socket"),
+    if sc.has("nccl-socket", "nccl-ib-nodevice", "nccl-net-socket-env") and not sc.has("nccl-ib-used"):
+        add("net-socket-nodes-unknown", sc.lines_of("nccl-ib-nodevice", "nccl-socket", "nccl-net-socket-env"),
             measured=_first_busbw(sc))
     add("ib-disabled-by-env", sc.lines_of("nccl-ib-disable"))
     if sc.has("mnnvl"):  # NCCL_CUMEM_ENABLE=0 costs NVLink only where NVLink spans nodes
         add("cumem-disabled-no-mnnvl", sc.lines_of("nccl-cumem-off"))
-    if not sc.has("nccl-socket", "nccl-ib-nodevice", "nccl-ib-disable"):
+    if not sc.has("nccl-socket", "nccl-ib-nodevice", "nccl-ib-disable", "nccl-net-socket-env"):
         add("report-says-socket", sc.lines_of("transport-prose"))
     # P2P through the CPU (enabled, but across root ports)
     if (p2p_on or sc.has("nccl-p2p-level-sys")) and sc.has("p2p-cpu-prose", "nccl-p2p-level-sys"):
@@ -359,6 +395,10 @@ def findings(sc: Scan, skip: frozenset = frozenset()) -> list[Finding]:
     if sc.has("nccl-no-p2p") or (sc.has("nccl-via-shm") and not p2p_on):
         add("p2p-not-supported", sc.lines_of("nccl-no-p2p", "nccl-via-shm"))
     add("amd-no-peers", sc.lines_of("amd-no-peers"))
+    add("p2p-disabled-by-env", sc.lines_of("nccl-p2p-disable"))
+    geforce = sc.lines_of("gpu-name-no-p2p")
+    if len(geforce) >= 2 and not p2p_on:  # two or more GeForce RTX 40/50 GPUs in one collective: no P2P
+        add("geforce-no-p2p", geforce[:2], f"{len(geforce)} GeForce RTX 40/50-series GPUs listed")
     add("p2p-level-loc", sc.lines_of("nccl-p2p-level-loc"))
     if not p2p_on:
         add("report-says-p2p-off", sc.lines_of("p2p-prose"))
@@ -381,8 +421,20 @@ def findings(sc: Scan, skip: frozenset = frozenset()) -> list[Finding]:
             break
     add("report-says-pcie-slot", [i for i in sc.lines_of("pcie-prose") if "LnkSta" not in L.lines[i - 1]])
     add("pcie-aer-errors", sc.lines_of("dmesg-aer"))
+    caps = sc.hits.get("lspci-lnkcap", ())
+    for i, m in sc.hits.get("lspci-lnksta-full", ()):
+        cap = next((c for j, c in reversed(caps) if j < i), None)  # the LnkCap of the same device, just above
+        gts, width = float(m.group(1)), int(m.group(3))
+        cap_gts, cap_w = (float(cap.group(1)), int(cap.group(2))) if cap else (None, None)
+        if m.group(4) or (cap_w and width < cap_w):
+            add("pcie-width-downgraded", [i], f"x{width}" + (f" of a possible x{cap_w}" if cap_w else " (downgraded)"))
+            break
+        if m.group(2) or (cap_gts and gts < cap_gts):
+            add("pcie-speed-downgraded-check-load", [i], f"{gts:g} GT/s" + (f" of {cap_gts:g} GT/s" if cap_gts else ""))
+            break
     # power and clocks
     add("clock-reason-in-paste", sc.lines_of("smi-reason-active"))
+    add("power-limit-lowered", sc.lines_of("power-limit-set")[:1], "a power limit set below the card's default")
     for i, m in sc.hits.get("power-limit-default", ()):
         lim, default = float(m.group(1)), float(m.group(2))
         if lim < 0.99 * default:
@@ -397,6 +449,7 @@ def findings(sc: Scan, skip: frozenset = frozenset()) -> list[Finding]:
     add("vm-topology", sc.lines_of("vm-prose", "nccl-topo-file"))
     # NUMA and affinity
     add("gdr-level-forced", sc.lines_of("nccl-gdr-level"))
+    add("topo-gpu-nic-no-gdr", sc.lines_of("nccl-gdr-distance"))
     add("cpu-binding", sc.lines_of("numa-prose"))
     add("report-says-nic-pairing", sc.lines_of("nic-pairing-prose"))
     # expectations
