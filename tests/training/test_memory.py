@@ -178,3 +178,16 @@ def test_pipeline_peak_is_the_busiest_1f1b_stage():
         memory.training_plan(1e9, 8, pp=8, layers=20, hidden=1024, seq=128, micro_batch=1)
     assert memory.training_plan(1e9, 8, pp=8, layers=20, hidden=1024, seq=128, micro_batch=1,
                                 uneven_stages=True).assumptions["layers_in_flight"] == 7 * 3  # (1, 3 x 6, 1)
+
+
+def test_memory_plan_cli_takes_the_framework_and_the_layer():
+    base = ["memory-plan", "--params", "405e9", "--gpus", "8192", "--zero", "2", "--tp", "8", "--pp", "16",
+            "--layers", "128", "--hidden", "16384", "--heads", "128", "--seq", "8192", "--micro-batch", "1", "--json"]
+    korth = json.loads(run_cli(*base).stdout)
+    llama = ["--flash-attention", "--kv-heads", "8", "--ffn", "53248", "--mlp", "gated", "--no-dropout"]
+    fa = json.loads(run_cli(*base, *llama).stdout)
+    assert fa["assumptions"]["flash_attention"] is True and korth["assumptions"]["flash_attention"] is False
+    per = 8192 / 8 * (12 * 16384 + 4 * 1024 + 6 * 53248 + 4 * 128)
+    assert fa["per_gpu_bytes"]["activations"] == pytest.approx(128 * per)
+    assert korth["per_gpu_bytes"]["activations"] > 10 * fa["per_gpu_bytes"]["activations"]
+    check_usage_error(run_cli(*base, "--kv-heads", "0"), "--kv-heads")

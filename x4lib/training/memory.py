@@ -330,6 +330,15 @@ def cli_arguments(p) -> None:
     p.add_argument("--sequence-parallel", action=argparse.BooleanOptionalAction, default=True,
                    help="activations with sequence parallelism (default), or with tensor parallelism alone "
                         "(--no-sequence-parallel): Korthikanti et al. 2022, Table 2")
+    p.add_argument("--flash-attention", action=argparse.BooleanOptionalAction, default=False,
+                   help="the framework uses FlashAttention (PyTorch SDPA, Transformer Engine): no s x s score matrix "
+                        "kept (Dao et al. 2022); default: the score matrix is kept, as in Korthikanti et al. 2022")
+    p.add_argument("--kv-heads", type=cli.number("key/value heads", 1, 1_000_000, integer=True),
+                   help="key/value heads (default: --heads)")
+    p.add_argument("--ffn", type=cli.number("MLP width", 1, 1e8, integer=True), help="MLP width (default: 4 x hidden)")
+    p.add_argument("--mlp", type=cli.choice_of("MLP kind", ("gated", "plain")), default="plain")
+    p.add_argument("--dropout", action=argparse.BooleanOptionalAction, default=True,
+                   help="the model uses dropout (GPT-style, the default) or not (--no-dropout, Llama-style)")
     p.add_argument("--json", action="store_true",
                    help="machine-readable output (schemas/memory_plan_output.schema.json)")
 
@@ -339,7 +348,9 @@ def cli_main(args) -> int:
     try:
         plan = training_plan(args.params, args.gpus, int(args.zero), args.optimizer, args.precision, args.tp,
                              args.pp, args.layers, args.hidden, args.seq, args.micro_batch, args.recompute,
-                             args.heads, sequence_parallel=args.sequence_parallel)
+                             args.heads, sequence_parallel=args.sequence_parallel, kv_heads=args.kv_heads,
+                             ffn=args.ffn, gated_mlp=args.mlp == "gated", dropout=args.dropout,
+                             flash_attention=args.flash_attention)
     except ValueError as exc:
         raise cli.UsageError(str(exc)) from None
     per = plan.per_gpu_bytes()
