@@ -143,3 +143,51 @@ def test_memory_plan_cli_contract():
 ])
 def test_memory_plan_bad_input_exits_2(args, needles):
     check_usage_error(run_cli(*args), *needles)
+
+
+def test_layer_activations_for_the_layer_a_framework_keeps():
+    """The general per-layer count is Korthikanti's at a GPT layer; FlashAttention drops the score matrix (Dao et
+    al. 2022) and keeps one FP32 log-sum-exp per head and token; GQA, SwiGLU and no dropout change the sum."""
+    s, b, h, a, t = 2048, 2, 12288, 96, 8
+    sbh = s * b * h
+    g = memory.layer_activation_bytes
+    for sp in (True, False):
+        for rc in ("none", "selective", "full"):
+            assert g(s, b, h, a, t, rc, sequence_parallel=sp) == pytest.approx(
+                memory.activation_bytes_per_layer(s, b, h, a, t, rc, sequence_parallel=sp))
+    assert g(s, b, h, a, t, flash_attention=True) == pytest.approx(sbh / t * 34 + s * b * 4 * a / t)
+    # Llama 3 405B's layer: 8 K/V heads, SwiGLU 53248 wide, no dropout: 12h + 4kv + 6f bytes per token
+    h, a, kv, f = 16384, 128, 8, 53248
+    per = g(8192, 1, h, a, 8, kv_heads=kv, ffn=f, gated_mlp=True, dropout=False, flash_attention=True)
+    assert per == pytest.approx(8192 / 8 * (12 * h + 4 * kv * 128 + 6 * f + 4 * a))
+    with pytest.raises(ValueError, match="kv_heads"):
+        g(s, b, h, a, t, kv_heads=0)
+
+
+def test_pipeline_peak_is_the_busiest_1f1b_stage():
+    # even split: the first stage holds p micro-batches of L/p layers, L layers' worth
+    assert memory.layers_in_flight(96, 8) == 96 and memory.stage_layers(96, 8) == (12,) * 8
+    # Llama 3: 126 layers over 16 stages, the first and last one layer short; the second stage is the peak
+    assert memory.stage_layers(126, 16) == (7,) + (8,) * 14 + (7,)
+    assert memory.layers_in_flight(126, 16) == 15 * 8
+    # fewer micro-batches than stages: only m in flight
+    assert memory.layers_in_flight(96, 8, micro_batches=2) == 24
+    # no room to shorten the ends: every stage counted at the ceiling
+    assert memory.stage_layers(20, 16) == (2,) * 16
+    with pytest.raises(ValueError, match="evenly"):
+        memory.training_plan(1e9, 8, pp=8, layers=20, hidden=1024, seq=128, micro_batch=1)
+    assert memory.training_plan(1e9, 8, pp=8, layers=20, hidden=1024, seq=128, micro_batch=1,
+                                uneven_stages=True).assumptions["layers_in_flight"] == 7 * 3  # (1, 3 x 6, 1)
+
+
+def test_memory_plan_cli_takes_the_framework_and_the_layer():
+    base = ["memory-plan", "--params", "405e9", "--gpus", "8192", "--zero", "2", "--tp", "8", "--pp", "16",
+            "--layers", "128", "--hidden", "16384", "--heads", "128", "--seq", "8192", "--micro-batch", "1", "--json"]
+    korth = json.loads(run_cli(*base).stdout)
+    llama = ["--flash-attention", "--kv-heads", "8", "--ffn", "53248", "--mlp", "gated", "--no-dropout"]
+    fa = json.loads(run_cli(*base, *llama).stdout)
+    assert fa["assumptions"]["flash_attention"] is True and korth["assumptions"]["flash_attention"] is False
+    per = 8192 / 8 * (12 * 16384 + 4 * 1024 + 6 * 53248 + 4 * 128)
+    assert fa["per_gpu_bytes"]["activations"] == pytest.approx(128 * per)
+    assert korth["per_gpu_bytes"]["activations"] > 10 * fa["per_gpu_bytes"]["activations"]
+    check_usage_error(run_cli(*base, "--kv-heads", "0"), "--kv-heads")

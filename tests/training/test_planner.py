@@ -30,8 +30,13 @@ def quiz_plan(m70):
 
 
 def test_memory_is_chapter_02s_plan(m70, quiz_plan):
-    ref = memory.training_plan(m70.params, 1024, 1, "adam", "bf16", 8, 4, 80, 8192, 8192, 1, "selective", 64)
+    ref = memory.training_plan(m70.params, 1024, 1, "adam", "bf16", 8, 4, 80, 8192, 8192, 1, "selective", 64,
+                               kv_heads=m70.kv_heads, ffn=m70.ffn, gated_mlp=True, dropout=False,
+                               flash_attention=True)
     assert quiz_plan.memory.total_B == pytest.approx(ref.total_B)
+    # the layer the model has: GQA, SwiGLU, no dropout keep a little less than Korthikanti's GPT layer (34 sbh/t)
+    gpt = memory.training_plan(m70.params, 1024, 1, "adam", "bf16", 8, 4, 80, 8192, 8192, 1, "selective", 64)
+    assert 0.9 * gpt.activations_B < quiz_plan.memory.activations_B < gpt.activations_B
     # context parallelism: the same shard of the model, activations split over cp, ZeRO over dp·cp
     a = memory.training_plan(m70.params, 64, 1, tp=8, pp=1, layers=80, hidden=8192, seq=8192, micro_batch=1,
                              recompute="selective", heads=64, cp=2)
@@ -257,3 +262,33 @@ def test_a_hypothetical_device_plans_like_a_catalog_one(m70):
     assert planner.min_gpus_to_fit(m70, big, B70) < planner.min_gpus_to_fit(m70, H100, B70)
     plan = planner.search(m70, big, 64, B70, top=1)[0]
     assert plan.device is big and plan.capacity_B == pytest.approx(2 * memory.capacity_B(H100))
+
+
+def test_every_published_run_fits_with_its_published_layout():
+    """Issue 30: a layout a source says ran must fit the memory model (FlashAttention keeps no score matrix; the
+    1F1B peak of the busiest stage; Llama 3's short first and last stages)."""
+    checks = planner.validation()
+    assert len(checks) == len(planner.published_runs())
+    for c in checks:
+        assert not c.error, (c.run["id"], c.error)
+        lay = c.run["layout"]
+        for k in ("tp", "pp", "dp", "cp", "zero", "micro_batch", "recompute"):
+            if lay[k] is not None:
+                assert getattr(c.plan.layout, k) == lay[k], (c.run["id"], k)
+        assert c.plan.fits
+    llama = next(c for c in checks if c.run["id"] == "llama3-405b-8192-seq8192")
+    assert llama.plan.layout.recompute == "none" and llama.plan.memory.assumptions["layers_in_flight"] == 15 * 8
+
+
+def test_an_obviously_too_large_layout_is_still_refused(m70):
+    """The same memory model refuses what cannot fit: the 70B model's state alone on 8 GPUs without sharding, and
+    Llama 3 405B's published layout with the score matrix stored (a framework without FlashAttention)."""
+    lay = planner.Layout(tp=8, pp=1, dp=1, cp=1, zero=0, micro_batch=1, recompute="full")
+    assert not planner.evaluate(m70, lay, H100, mfu.quiz_run().global_batch_tokens).fits
+    r = next(r for r in planner.published_runs() if r["id"] == "llama3-405b-8192-seq8192")
+    no_flash = dataclasses.replace(planner.run_model(r), flash_attention=False)
+    lay = planner.Layout(tp=8, pp=16, dp=64, cp=1, zero=2, micro_batch=1, recompute="none")
+    assert not planner.memory_plan(no_flash, lay, r["layout"]["global_batch_tokens"]).total_B <= 72e9
+    assert planner.memory_plan(planner.run_model(r), lay, r["layout"]["global_batch_tokens"]).total_B <= 72e9
+    # and on the command line: exit 2, naming the memory (the 70B model on 8 GPUs, any layout)
+    check_usage_error(run_cli(*BASE, "--gpus", "8"), "smallest count that fits")

@@ -271,7 +271,8 @@ def validation_rows() -> list[dict]:
         rows.append({"run": r["run"], "id": r["id"], "source": r["source"], "device": r["device"], "gpus": r["gpus"],
                      "layout": p.layout.label(), "stated": r["published"]["stated_utilisation_pct"],
                      "published": c.published_mfu, "predicted": c.predicted_mfu, "residual": res,
-                     "within": abs(res) <= 10, "fits": not c.error,
+                     "within": abs(res) <= 10, "fits": not c.error, "memory_gb": p.memory.total_B / 1e9,
+                     "usable_gb": p.usable_B / 1e9,
                      "cause": "" if abs(res) <= 10 else CAUSES.get(r["source"], "")})
     return rows
 
@@ -493,6 +494,8 @@ def summary() -> dict:
     s["n_under"] = sum(r["residual"] < -10 for r in v)
     s["median_residual"] = sorted(r["residual"] for r in v)[len(v) // 2]
     s["n_not_fit"] = sum(not r["fits"] for r in v)
+    l405 = next(r for r in v if r["id"] == "llama3-405b-8192-seq8192")
+    s["llama405_gb"], s["llama405_usable_gb"] = l405["memory_gb"], l405["usable_gb"]
     by = {d["source"]: d for d in ground_truth_report()["sources"]}
     for src, d in by.items():
         k = src.replace("-", "_")

@@ -106,10 +106,89 @@ def activation_bytes_per_layer(seq: int, micro_batch: int, hidden: int, heads: i
     return per * (2 if precision == "fp32" else 1)
 
 
+# ------------------------------------------------------------------------------------------------------------
+# What the framework keeps (issue 30): the same count, term by term, for the layer a run really has.
+# Korthikanti's 34 is a sum over the tensors one GPT layer saves for its backward pass, in bytes per token at 16-bit
+# (their section 4.1): two layer-norm inputs (2h + 2h), the QKV input (2h), Q and K (4h), V (2h), the attention
+# output that the output projection reads (2h), the MLP input (2h), the GeLU input and output (2·4h + 2·4h) and two
+# dropout masks (1 B each, h + h); the score matrix adds a·s·(2 + 1 + 2) (softmax output, its dropout mask, the
+# dropout output). Written for any dense decoder, with K/V width kv = kv_heads·h/heads and MLP width f:
+#     norms 4h + attention (6h + 4·kv) + MLP 2h + (plain: 4f; gated SwiGLU: 6f, the gate and up projections kept
+#     by a fused SwiGLU and its output read by the down projection) + dropout masks 2h (only if the model uses
+#     dropout)
+#     score matrix a·s·(2 + 3 if dropout), but NOT with FlashAttention: its backward recomputes the scores from Q, K,
+#     V, the output and one FP32 log-sum-exp per head and token (4·a B), so memory is linear in s
+#     (Dao et al. 2022, dao-2022-flashattention, section 3.1). Megatron-Core with Transformer Engine, nanotron and
+#     PyTorch's scaled_dot_product_attention use it by default.
+# At kv = h, f = 4h, a plain MLP and dropout the sum is Korthikanti's 34 (and 10 of it replicated on every tensor
+# rank without sequence parallelism: the norms, the two layer inputs and the masks), so the function above is this
+# one's special case. Selective recomputation drops the score matrix (what FlashAttention never stores); full keeps
+# each layer's input (2h).
+#
+# Pipeline: with 1F1B, stage k holds min(p − k, m) micro-batches in flight, so the peak is max_k min(p − k, m)·n_k
+# for n_k layers on stage k (Narayanan et al. 2021, narayanan-2021, section 2.2). When p does not divide L the
+# first and last stages take the layers short of ⌈L/p⌉·p, as Llama 3 did ("one layer removed from the first and
+# last stage", llama3-2024, section 3.3.2) and Megatron-Core allows (--decoder-first-pipeline-num-layers,
+# --decoder-last-pipeline-num-layers); where that leaves a stage empty, every stage is counted at ⌈L/p⌉ layers.
+# ------------------------------------------------------------------------------------------------------------
+
+
+def layer_activation_bytes(seq: int, micro_batch: int, hidden: int, heads: int, tp: int = 1,
+                           recompute: str = "none", precision: str = "bf16", sequence_parallel: bool = True, *,
+                           kv_heads: int | None = None, ffn: int | None = None, gated_mlp: bool = False,
+                           dropout: bool = True, flash_attention: bool = False) -> float:
+    """Activation bytes one dense decoder layer keeps for its backward pass (the block comment above): GQA,
+    gated MLPs, dropout or none, FlashAttention or a stored score matrix. With the defaults it is
+    :func:`activation_bytes_per_layer`."""
+    base = activation_bytes_per_layer(seq, micro_batch, hidden, heads, tp, recompute, precision, sequence_parallel)
+    kv_heads = heads if kv_heads is None else kv_heads
+    ffn = 4 * hidden if ffn is None else ffn
+    for name, v in (("kv_heads", kv_heads), ("ffn", ffn)):
+        if not (isinstance(v, int) and v >= 1):
+            raise ValueError(f"{name} must be a whole number >= 1, got {v!r}")
+    h, t, T = hidden, tp, seq * micro_batch
+    scale = 2 if precision == "fp32" else 1
+    if recompute == "full":
+        return base
+    kv = kv_heads * hidden // heads
+    drop = 1 if dropout else 0
+    per_token = 4 * h + 6 * h + 4 * kv + 2 * h + (6 * ffn if gated_mlp else 4 * ffn) + 2 * h * drop
+    replicated = 8 * h + 2 * h * drop          # norms, the two layer inputs, the masks
+    scores = 0.0 if (flash_attention or recompute == "selective") else heads * seq * (2 + 3 * drop)
+    lse = 4 * heads if flash_attention else 0   # FP32 log-sum-exp per head and token
+    if sequence_parallel or t == 1:
+        per = T * (per_token + scores + lse) / t
+    else:
+        per = T * (replicated + (per_token - replicated + scores + lse) / t)
+    return per * scale
+
+
+def stage_layers(layers: int, pp: int) -> tuple[int, ...]:
+    """Layers per pipeline stage (block comment above): ⌈L/p⌉ each, the first and last stages short by the rest."""
+    q = -(-layers // pp)
+    d = q * pp - layers
+    if pp == 1:
+        return (layers,)
+    first, last = q - (d + 1) // 2, q - d // 2
+    if first < 1 or last < 1:
+        return (q,) * pp
+    return (first,) + (q,) * (pp - 2) + (last,)
+
+
+def layers_in_flight(layers: int, pp: int, micro_batches: int | None = None) -> int:
+    """Layer activations the busiest 1F1B stage holds at its peak: max_k min(p − k, m)·n_k."""
+    n = stage_layers(layers, pp)
+    m = pp if micro_batches is None else micro_batches
+    return max(min(pp - k, m) * nk for k, nk in enumerate(n))
+
+
 def training_plan(params: float, gpus: int, zero: int = 0, optimizer: str = "adam", precision: str = "bf16",
                   tp: int = 1, pp: int = 1, layers: int | None = None, hidden: int | None = None,
                   seq: int | None = None, micro_batch: int | None = None, recompute: str = "none",
-                  heads: int | None = None, cp: int = 1, sequence_parallel: bool = True) -> MemoryPlan:
+                  heads: int | None = None, cp: int = 1, sequence_parallel: bool = True, *, kv_heads: int | None = None,
+                  ffn: int | None = None, gated_mlp: bool = False, dropout: bool = True,
+                  flash_attention: bool = False, micro_batches: int | None = None,
+                  uneven_stages: bool = False) -> MemoryPlan:
     """Per-GPU training memory (see the block comment above). Raises ValueError naming a bad input.
     ``sequence_parallel``: activations with Megatron's sequence parallelism (default) or tensor parallelism alone.
     ``cp`` (context parallel) splits each sequence over cp GPUs: activations / cp, and ZeRO shards over the
@@ -147,17 +226,22 @@ def training_plan(params: float, gpus: int, zero: int = 0, optimizer: str = "ada
         if tp > 1 and hidden % tp:
             raise ValueError(f"hidden size {hidden} is not divisible by tensor-parallel degree {tp}")
         a = heads or max(1, hidden // 128)
-        if pp > 1 and layers % pp:
+        if pp > 1 and layers % pp and not uneven_stages:
             raise ValueError(f"{layers} layers cannot be split into {pp} pipeline stages evenly")
+        if pp > layers:
+            raise ValueError(f"{pp} pipeline stages exceed the {layers} layers")
         if seq % cp:
             raise ValueError(f"sequence length {seq} does not split into cp = {cp} chunks")
-        acts = layers * activation_bytes_per_layer(seq, micro_batch, hidden, a, tp, recompute, precision,
-                                                   sequence_parallel) / cp
+        acts = layers_in_flight(layers, pp, micro_batches) * layer_activation_bytes(
+            seq, micro_batch, hidden, a, tp, recompute, precision, sequence_parallel, kv_heads=kv_heads, ffn=ffn,
+            gated_mlp=gated_mlp, dropout=dropout, flash_attention=flash_attention) / cp
     return MemoryPlan(weights, grads, opt, acts, {
         "params": params, "gpus": gpus, "data_parallel": dp, "tp": tp, "pp": pp, **({"cp": cp} if cp > 1 else {}),
         "zero": zero,
         "optimizer": optimizer, "precision": precision, "recompute": recompute if given else None,
         "sequence_parallel": sequence_parallel if given else None,
+        **({"flash_attention": flash_attention, "layers_in_flight": layers_in_flight(layers, pp, micro_batches)}
+           if given else {}),
         "heads": a if given else None, "bytes_per_param": {**b, "optimizer_state": OPTIMIZER_STATE_BYTES[optimizer]},
     })
 
@@ -246,6 +330,15 @@ def cli_arguments(p) -> None:
     p.add_argument("--sequence-parallel", action=argparse.BooleanOptionalAction, default=True,
                    help="activations with sequence parallelism (default), or with tensor parallelism alone "
                         "(--no-sequence-parallel): Korthikanti et al. 2022, Table 2")
+    p.add_argument("--flash-attention", action=argparse.BooleanOptionalAction, default=False,
+                   help="the framework uses FlashAttention (PyTorch SDPA, Transformer Engine): no s x s score matrix "
+                        "kept (Dao et al. 2022); default: the score matrix is kept, as in Korthikanti et al. 2022")
+    p.add_argument("--kv-heads", type=cli.number("key/value heads", 1, 1_000_000, integer=True),
+                   help="key/value heads (default: --heads)")
+    p.add_argument("--ffn", type=cli.number("MLP width", 1, 1e8, integer=True), help="MLP width (default: 4 x hidden)")
+    p.add_argument("--mlp", type=cli.choice_of("MLP kind", ("gated", "plain")), default="plain")
+    p.add_argument("--dropout", action=argparse.BooleanOptionalAction, default=True,
+                   help="the model uses dropout (GPT-style, the default) or not (--no-dropout, Llama-style)")
     p.add_argument("--json", action="store_true",
                    help="machine-readable output (schemas/memory_plan_output.schema.json)")
 
@@ -255,7 +348,9 @@ def cli_main(args) -> int:
     try:
         plan = training_plan(args.params, args.gpus, int(args.zero), args.optimizer, args.precision, args.tp,
                              args.pp, args.layers, args.hidden, args.seq, args.micro_batch, args.recompute,
-                             args.heads, sequence_parallel=args.sequence_parallel)
+                             args.heads, sequence_parallel=args.sequence_parallel, kv_heads=args.kv_heads,
+                             ffn=args.ffn, gated_mlp=args.mlp == "gated", dropout=args.dropout,
+                             flash_attention=args.flash_attention)
     except ValueError as exc:
         raise cli.UsageError(str(exc)) from None
     per = plan.per_gpu_bytes()

@@ -7,6 +7,8 @@
 It composes the book's models; no constant is set here:
 
     memory      per-GPU weights, gradients, optimizer state and activations      x4lib.training.memory.training_plan (ch. 02)
+                of the layer the model has, as its framework keeps them (FlashAttention: no score matrix; the 1F1B
+                peak of the busiest stage; layers short of an even split on the first and last stages)
                 fits when total <= (1 − reserve) · vendor capacity; the reserve (CUDA context, allocator slack,
                 embeddings and logits the activation formula leaves out) is memory.inference_plan's workspace share
     compute     6ND at the peak, the layer GEMMs at their achievable rate, causal     x4lib.training.mfu.compute_terms (ch. 00,
@@ -68,6 +70,10 @@ class Model:
     ffn: int
     gated_mlp: bool = True
     name: str = "model"
+    #: what the framework keeps for the backward pass (x4lib.training.memory, issue 30): FlashAttention (no score
+    #: matrix) and no dropout are the defaults of Megatron-Core with Transformer Engine and of nanotron
+    flash_attention: bool = True
+    dropout: bool = False
 
     def __post_init__(self):
         if not (math.isfinite(self.params) and self.params > 0):
@@ -217,10 +223,15 @@ def _compute(run: mfu.Run, dev: specs.Device, dtype: str) -> mfu.ComputeTerms:
 
 
 def memory_plan(model: Model, lay: Layout, global_batch_tokens: int) -> memory.MemoryPlan:
-    """x4lib.training.memory.training_plan of the layout (BF16 mixed precision, Adam)."""
-    layers = math.ceil(model.layers / lay.pp) * lay.pp
-    return memory.training_plan(model.params, lay.n_gpus, lay.zero, "adam", "bf16", lay.tp, lay.pp, layers,
-                                model.hidden, model.seq, lay.micro_batch, lay.recompute, model.heads, cp=lay.cp)
+    """x4lib.training.memory.training_plan of the layout (BF16 mixed precision, Adam) for the layer the model has
+    (its K/V heads, MLP, dropout, and FlashAttention or not), with the 1F1B peak of the busiest stage over the
+    step's micro-batches; layers that do not divide into the stages go short on the first and last."""
+    micro = max(1, global_batch_tokens // model.seq // (lay.dp * lay.micro_batch))
+    return memory.training_plan(model.params, lay.n_gpus, lay.zero, "adam", "bf16", lay.tp, lay.pp, model.layers,
+                                model.hidden, model.seq, lay.micro_batch, lay.recompute, model.heads, cp=lay.cp,
+                                kv_heads=model.kv_heads, ffn=model.ffn, gated_mlp=model.gated_mlp,
+                                dropout=model.dropout, flash_attention=model.flash_attention,
+                                micro_batches=micro, uneven_stages=True)
 
 
 def check(model: Model, lay: Layout, gpus: int, global_batch_tokens: int) -> None:
@@ -592,9 +603,13 @@ def published_runs(path=RUNS_PATH) -> tuple:
 
 
 def run_model(r: Mapping) -> Model:
+    """The run's model, with what its framework keeps in memory (FlashAttention, dropout) from its stack in
+    x4lib/data/ground_truth.yaml (``published_stacks``)."""
+    from x4lib.training import stack as stk
     m = r["model"]
+    st = stk.stack(stk.document()["published_stacks"][r["id"]])
     return Model(m["params"], m["layers"], m["hidden"], m["heads"], m["kv_heads"], m["seq"], m["ffn"],
-                 m["mlp"] == "gated", r["id"])
+                 m["mlp"] == "gated", r["id"], flash_attention=st.flash_attention, dropout=st.dropout)
 
 
 def published_tokens_per_s(r: Mapping) -> float:
