@@ -77,6 +77,25 @@ def test_graphs_hand_traced():
     assert "nvls" not in a100
 
 
+def test_two_node_tree_graph_gets_up_to_twice_the_network_speed_inside_the_node():
+    # search.cc pass 2 ("increase bwIntra for trees (2 nodes or collnet)"): 4 x 100 Gb/s EFA on 8 A100 (p4de)
+    p4de = clusters.custom_cluster(2, 8, 300e9, 4, 12.5e9, arch="ampere", network="efa")
+    g = nccl_tuner.graphs(p4de)
+    assert (g["ring"].channels, g["ring"].bw_intra_GBps, g["ring"].bw_inter_GBps) == (4, 12.0, 12.0)
+    assert (g["tree"].channels, g["tree"].bw_intra_GBps, g["tree"].bw_inter_GBps) == (4, 24.0, 12.0)  # 12 .. 24
+    # the tuner prices <= 2 nodes with bwIntra: NCCL picks the tree at 2 GiB, above the ring's wire bound
+    best = co.predict("all_reduce", 2**31, p4de, nccl_version="2.26.2")
+    assert (best.algorithm, best.protocol) == ("tree", "Simple")
+    assert best.busbw_Bps > co.wire_bound_busbw_Bps(p4de, "ring")
+    # NVLink must carry the channels: 8 x 200 Gb/s on 8 A100 climbs 24 -> 28 -> 30, not to 48 (8 x 48 > 240)
+    assert nccl_tuner.graphs(clusters.get("2x8-a100-ib200"))["tree"].bw_intra_GBps == 30.0
+    # already at the list's top: unchanged; on four nodes the tuner prices with bwInter, so the tree's price is too
+    assert nccl_tuner.graphs(clusters.get("2x8-h100-ib400"))["tree"].bw_intra_GBps == 48.0
+    four = clusters.custom_cluster(4, 8, 300e9, 4, 12.5e9, arch="ampere", network="efa")
+    assert _option("all_reduce", 2**30, four, "tree", "Simple").algbw_Bps < \
+        _option("all_reduce", 2**30, p4de, "tree", "Simple").algbw_Bps / 1.5
+
+
 def _option(collective, S, c, algorithm, protocol):
     return next(o for o in co.options(collective, S, c) if (o.algorithm, o.protocol) == (algorithm, protocol))
 

@@ -106,8 +106,11 @@ def test_ratios_are_measured_over_the_model_of_the_algorithm_run(vrows):
 
 
 def test_a_two_node_run_above_the_ring_limit_is_set_against_the_tree(vrows):
+    # p4de (4 x 100 Gb/s EFA): the model, as NCCL's search and tuner, picks the two-node tree itself (its graph runs
+    # inside the node at twice the network's per-channel speed), so the row is compared with that prediction
     p4de = [r for r in vrows if "p4de" in r["file"] and r["row (B)"] and r["row (B)"] >= 2**27]
-    assert p4de and all(r["compared with"] == "tree (two-node bound)" for r in p4de)
+    assert p4de and all(r["compared with"].startswith("tree/") for r in p4de)
+    assert all(0.85 <= r["measured / model"] <= 1.15 for r in p4de)
 
 
 def test_flagged_and_unmodelled_logs_are_never_counted(vrows):

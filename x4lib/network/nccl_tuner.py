@@ -169,7 +169,9 @@ def graphs(c: Cluster) -> dict[str, Graph]:
       fits the GPU's NVLink bandwidth B (intra_bw_Bps), floor(B / speed) channels; across nodes, the largest speed
       under the GPU-NIC path, one channel per NIC per multiple of that speed, until the channels carry B (at most
       32). Then ncclTopoDupChannels: twice the channels at half the speed, unless the speed is under 25 GB/s, or
-      (Hopper and later) under 50 GB/s with more than four channels.
+      (Hopper and later) under 50 GB/s with more than four channels. Across nodes the tree's bwIntra then climbs
+      the list, same channels, while under twice bwInter and within B (the search's second pass); the tuner uses it
+      on two nodes, where each node sends its data across the network once.
     - nvls: one channel (head) per GPU; the largest speed s with (g + 1)·s <= B inside the node (each GPU carries
       every head's traffic plus its own twice); across nodes the path from the head GPU to all the NICs next to
       it (two 200 Gb/s NICs per GPU count as 400 Gb/s), on one node the list's top speed.
@@ -192,7 +194,13 @@ def graphs(c: Cluster) -> dict[str, Graph]:
     if not (s < dup["min_bw_gb_s"] or (cc > 8.0 and s < dup["sm90_min_bw_gb_s"] and n > dup["sm90_max_channels"])):
         doubled = min(2 * n, _v("max_ring_channels"))
         s, inter, n = s / math.ceil(doubled / n), inter / math.ceil(doubled / n), doubled
-    out = {"ring": Graph(n, s, inter, limited), "tree": Graph(n, s, inter, limited)}
+    tree = s
+    if c.nodes > 1:  # search.cc pass 2: a tree's bwIntra climbs the list while < 2 x bwInter and NVLink carries it
+        for x in sorted(v for v in _speeds("inter", c.arch) if v > s):
+            if tree >= _v("tree_bw_intra_raise")["max_ratio"] * inter or n * x > B * (1 + 1e-9):
+                break
+            tree = x
+    out = {"ring": Graph(n, s, inter, limited), "tree": Graph(n, tree, inter, limited)}
     if nvls_supported(c):
         heads = min(c.gpus_per_node, _v("max_nvls_arity"))
         kind = "intra" if c.nodes == 1 else "inter"

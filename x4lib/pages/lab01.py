@@ -321,8 +321,8 @@ def _auto_cause(log, row, pred, ratio, compared, cluster) -> str:
                 f"size")
     if compared == "tree (two-node bound)":
         return ("busbw above what a ring can reach, so NCCL ran its tree: on two nodes a tree sends each byte across "
-                "the network once; compared with that wire bound (a bound, not a time), which NCCL's tuner, and so "
-                "the model, prices at half")
+                "the network once; compared with that wire bound (a bound, not a time), as the model's choice here "
+                "is the ring")
     if _within(row.size_B, ratio):
         return "within the target"
     if pred.algorithm in ("nvls", "nvls_tree") and row.size_B <= 2**28 and ratio < 1:
@@ -363,7 +363,7 @@ def validation_rows() -> list[dict]:
             pred = coll.predict("all_reduce", row.size_B, cluster, algorithm=entry["nccl_algo"])
             model = pred.busbw_Bps / 1e9
             compared = f"{pred.algorithm}/{pred.protocol}"
-            if (entry["nccl_algo"] is None and cluster.nodes == 2 and pred.algorithm in ("ring", "tree")
+            if (entry["nccl_algo"] is None and cluster.nodes == 2 and pred.algorithm == "ring"
                     and row.out_of_place.busbw_gb_s * 1e9 > coll.wire_bound_busbw_Bps(cluster, "ring")):
                 compared, model = "tree (two-node bound)", coll.wire_bound_busbw_Bps(cluster, "tree") / 1e9
             ratio = row.out_of_place.busbw_gb_s / model
