@@ -86,24 +86,34 @@ def check_destination(runs_dir, lab: str) -> Path:
     return dest
 
 
-def prove_writable(dest: Path) -> None:
+def prove_writable(dest: Path, attempts: int = 5) -> None:
     """Create ``dest`` (and its missing parents), write and remove a probe file in it, then remove the folders
-    this made: /proc, /sys and names too long fail here, before anything is measured (OSError)."""
-    made = []
-    for p in reversed((dest, *dest.parents)):
-        if not p.exists():
-            p.mkdir()
-            made.append(p)
-    try:
-        fd, probe = tempfile.mkstemp(prefix=".probe-", dir=dest)
-        os.close(fd)
-        os.unlink(probe)
-    finally:
-        for p in reversed(made):
-            try:
-                p.rmdir()
-            except OSError:
-                pass
+    this made: /proc, /sys and names too long fail here, before anything is measured (OSError). Two runs started
+    together may create, probe and remove the same new folders at once: a folder another process made first is
+    not ours to remove, and a folder removed under us by the other's clean-up is made again (``attempts``)."""
+    for attempt in range(attempts):
+        made = []
+        try:
+            for p in reversed((dest, *dest.parents)):
+                if not p.is_dir():
+                    try:
+                        p.mkdir()
+                        made.append(p)
+                    except FileExistsError:
+                        pass  # made by another process a moment ago (or a file: mkstemp below says so)
+            fd, probe = tempfile.mkstemp(prefix=".probe-", dir=dest)
+            os.close(fd)
+            os.unlink(probe)
+            return
+        except FileNotFoundError:
+            if attempt == attempts - 1:
+                raise
+        finally:
+            for p in reversed(made):
+                try:
+                    p.rmdir()
+                except OSError:
+                    pass
 
 
 def sweep_partial(dest: Path) -> list[Path]:

@@ -104,3 +104,24 @@ def test_publishing_across_file_systems_copies_then_renames(tmp_path, monkeypatc
         final = st.publish(dest)
     assert (final / "results.json").exists() and str(calls[1][0]).endswith(f".r4.{os.getpid()}.partial")
     assert not (tmp_path / "partial" / "r4").exists()
+
+
+def test_runs_started_together_prove_the_same_new_folder_writable(tmp_path):
+    """Two runs started at once create, probe and remove the same new --runs-dir: neither may fail on the other's
+    folders (a fresh clone's CI once saw 'cannot write there (File exists)')."""
+    import threading
+    errors = []
+
+    def prove(dest):
+        try:
+            rundir.prove_writable(dest)
+        except OSError as exc:
+            errors.append(exc)
+    for i in range(30):
+        dest = tmp_path / f"round{i}" / "a" / "b"
+        threads = [threading.Thread(target=prove, args=(dest,)) for _ in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    assert not errors, errors[:3]
