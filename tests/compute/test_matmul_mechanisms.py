@@ -6,13 +6,14 @@ import statistics
 import pytest
 
 from x4lib.compute import matmul
+from x4lib.compute import matmul_floors
 from x4lib.compute import matmul_validation as v
 
 HOPPER = ("h100-sxm", "h200-sxm")
 
 
 def swept() -> set[str]:
-    return {e.device for e in matmul.sweep_evidence()}
+    return {e.device for e in matmul_floors.sweep_evidence()}
 
 
 needs_sweeps = pytest.mark.skipif(not set(HOPPER) <= swept(), reason="needs the committed H100 and H200 GEMM sweeps")
@@ -29,7 +30,7 @@ def test_the_floor_is_a_property_of_the_timing_api():
 
 @needs_sweeps
 def test_the_fp8_call_costs_the_host_more_than_the_bf16_one_on_every_machine():
-    for e in matmul.sweep_evidence():
+    for e in matmul_floors.sweep_evidence():
         assert e.floors_s["torch._scaled_mm"] > e.floors_s["torch.matmul"]
     for dev in HOPPER:
         fp8 = matmul.predict(dev, "fp8_e4m3", 64, 64, 64, exclude={dev})
@@ -39,9 +40,9 @@ def test_the_fp8_call_costs_the_host_more_than_the_bf16_one_on_every_machine():
 
 @needs_sweeps
 def test_a_held_out_device_never_gets_its_own_machines_floor():
-    ev = {e.device: e for e in matmul.sweep_evidence()}
+    ev = {e.device: e for e in matmul_floors.sweep_evidence()}
     for dev, other in (HOPPER, HOPPER[::-1]):
-        floor, basis = matmul.api_floor("torch._scaled_mm", dev, exclude={dev})
+        floor, basis = matmul_floors.api_floor("torch._scaled_mm", dev, exclude={dev})
         assert floor == ev[other].floors_s["torch._scaled_mm"] and dev not in basis
 
 
@@ -49,8 +50,8 @@ def test_a_held_out_device_never_gets_its_own_machines_floor():
 def test_fp8_settles_below_bf16_under_the_power_cap_and_the_clock_is_predicted_from_the_other_device():
     from x4lib.pages import lab00_gpu
     for dev in HOPPER:
-        bf16 = matmul.power_limited_clock(dev, "bf16", exclude={dev})
-        fp8 = matmul.power_limited_clock(dev, "fp8_e4m3", exclude={dev})
+        bf16 = matmul_floors.power_limited_clock(dev, "bf16", exclude={dev})
+        fp8 = matmul_floors.power_limited_clock(dev, "fp8_e4m3", exclude={dev})
         assert fp8[0] < bf16[0] and dev not in bf16[1]
     rows = lab00_gpu.mechanism_model_rows(lab00_gpu.sweep_runs())
     errs = [abs(r["clock_err"]) for r in rows]
@@ -58,7 +59,7 @@ def test_fp8_settles_below_bf16_under_the_power_cap_and_the_clock_is_predicted_f
 
 
 def test_sourced_clocks_stay_and_families_without_a_power_model_have_none():
-    assert matmul.power_limited_clock("mi300x", "bf16") is None and matmul.power_limited_clock("gaudi3", "bf16") is None
+    assert matmul_floors.power_limited_clock("mi300x", "bf16") is None and matmul_floors.power_limited_clock("gaudi3", "bf16") is None
     assert matmul.target("mi300x", "bf16").clock_ratio == pytest.approx(1207 / 2100)
     assert matmul.target("gaudi3", "bf16").clock_ratio == pytest.approx(1600 / 1750)
 

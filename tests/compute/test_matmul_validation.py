@@ -57,3 +57,11 @@ def test_the_gemm_sweep_is_held_out_and_scored_per_class_and_dtype():
     table_rows = lab00_gpu.class_dtype_rows(scored)
     assert sum(r["rows"] for r in table_rows) == len(rows)
     assert {(r.shape_class, r.dtype) for r in rows} == {(r["class"], r["dtype"]) for r in table_rows}
+
+
+def test_the_validation_meets_its_target():
+    s = v.summarise_best_shape(v.leave_one_out())
+    assert s.n_devices >= 8
+    assert s.median_abs_error <= 0.15
+    errors = [abs(c.error) for c in v.leave_one_out()]
+    assert s.median_abs_error == pytest.approx(sorted(errors)[len(errors) // 2])  # an odd count: the middle one

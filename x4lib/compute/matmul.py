@@ -48,7 +48,6 @@ import functools
 import math
 import re
 import statistics
-from pathlib import Path
 from types import MappingProxyType
 from typing import Iterable, Mapping
 
@@ -56,175 +55,19 @@ import numpy as np
 
 from x4lib.compute import kernels
 from x4lib.catalog import specs
-from x4lib import paths
 
-MATMUL_PATH = specs.DATA_DIR / "matmul.yaml"
+from x4lib.compute.matmul_data import (MATMUL_PATH, Family, MatmulDataError, NoModelError, clock_for, constants,
+                                       peak_clock_hz, precision_class, units_of)
+from x4lib.compute.matmul_floors import api_floor, power_limited_clock
+
 #: how a harness times a call: back to back (the launch queue runs ahead) or one call per synchronisation
 TIMINGS = ("queued", "synced")
 #: a compute-bound shape whose waves leave more than this share of the paid tile slots idle is "quantisation"-bound
 QUANTISATION_IDLE = 0.25
-SCHEMA_PATH = paths.SCHEMA_DIR / "matmul.schema.json"
-UNIT_TO_S = {"us": 1e-6}
 #: the η search range when a published rate is inverted (above 1.5 the measurement beats the model's roof)
 ETA_RANGE = (0.02, 1.5)
 
 
-class MatmulDataError(ValueError):
-    """matmul.yaml (or a matmul row of published.yaml) breaks a rule; the message names the file and field.
-    A broken data file is the book's fault: exit code 1."""
-    exit_code = 1
-
-
-class NoModelError(ValueError):
-    """The device is in the catalog but no family of the matmul model covers it (exit 2)."""
-
-
-# ----------------------------------------------------------------------------------------------- the data
-
-@dataclasses.dataclass(frozen=True)
-class Clock:
-    """A sourced clock for (device, dtype): the clock sustained (or shipped) against the clock the peak assumes."""
-    device: str
-    dtype: str
-    sustained_hz: float
-    kind: str
-    source: str
-    note: str
-
-
-@dataclasses.dataclass(frozen=True)
-class Family:
-    id: str
-    name: str
-    unit_name: str
-    overhead_s: float
-    overhead_source: str
-    launch_floor_s: float
-    devices: Mapping[str, Mapping]
-    tiles: Mapping[str, tuple[tuple[int, int], ...]]
-    tile_sources: Mapping[str, str]
-    tiles_modelled: bool
-    clocks: tuple[Clock, ...]
-    uncalibrated_eta: float | None
-
-    def tiles_for(self, dtype: str) -> tuple[tuple[int, int], ...]:
-        return self.tiles.get(dtype, self.tiles["default"])
-
-
-@dataclasses.dataclass(frozen=True)
-class Api:
-    """A timing API (``torch.matmul``, ``torch._scaled_mm``): the dtypes it times and the fallback floor [s] where no
-    sweep measured it."""
-    name: str
-    dtypes: tuple[str, ...]
-    fallback_s: float
-    fallback_source: str
-    families: tuple[str, ...] = ()
-    serial_epilogue_families: tuple[str, ...] = ()
-
-
-@dataclasses.dataclass(frozen=True)
-class Constants:
-    model_version: int
-    min_devices: int
-    families: Mapping[str, Family]
-    apis: Mapping[str, Api] = dataclasses.field(default_factory=lambda: MappingProxyType({}))
-    power_families: tuple[str, ...] = ()
-
-    def api_for(self, dtype: str) -> Api | None:
-        return next((a for a in self.apis.values() if dtype in a.dtypes), None)
-
-    def family_of(self, device_id: str) -> Family:
-        for fam in self.families.values():
-            if device_id in fam.devices:
-                return fam
-        covered = sorted(d for f in self.families.values() for d in f.devices)
-        raise NoModelError(f"no matmul model for device {device_id!r} (no architecture family in "
-                           f"{MATMUL_PATH.name} covers it); modelled devices: {', '.join(covered)}")
-
-
-def _validate(doc: dict, origin: str) -> None:
-    specs.check_document(doc, SCHEMA_PATH, origin, MatmulDataError)
-
-
-@functools.lru_cache(maxsize=2)
-def constants(path: Path = MATMUL_PATH) -> Constants:
-    """Load and validate the model's data file (schema, finite numbers, catalog ids, overhead names)."""
-    origin = Path(path).name
-    doc = specs.read_yaml(path, MatmulDataError)
-    if not isinstance(doc, dict):
-        raise MatmulDataError(f"{origin}: expected a mapping with schema_version, calibration, overheads, families")
-    _validate(doc, origin)
-    catalog = specs.load_catalog()
-    families, seen = {}, {}
-    for fid, raw in doc["families"].items():
-        where = f"{origin}: families/{fid}"
-        ov = doc["overheads"].get(raw["overhead"])
-        floor = doc["overheads"].get(raw.get("launch_floor", raw["overhead"]))
-        for key in ("overhead", "launch_floor"):
-            if key in raw and raw[key] not in doc["overheads"]:
-                raise MatmulDataError(f"{where}/{key}: {raw[key]!r} is not one of: {', '.join(doc['overheads'])}")
-        for dev_id, u in raw["devices"].items():
-            if dev_id not in catalog:
-                raise MatmulDataError(f"{where}/devices/{dev_id}: not a catalog id")
-            if dev_id in seen:
-                raise MatmulDataError(f"{where}/devices/{dev_id}: already in family {seen[dev_id]}")
-            seen[dev_id] = fid
-            if u["units"] == "catalog" and not catalog[dev_id].peak_basis:
-                raise MatmulDataError(f"{where}/devices/{dev_id}/units: 'catalog', but the catalog record has no "
-                                      f"peak_basis; give the count with its source")
-        clocks = []
-        for i, c in enumerate(raw.get("clocks", [])):
-            if c["device"] not in raw["devices"]:
-                raise MatmulDataError(f"{where}/clocks/{i}/device: {c['device']!r} is not a device of this family")
-            clocks += [Clock(c["device"], d, c["sustained_mhz"] * 1e6, c.get("kind", "sustained"), c["source"],
-                             c["note"]) for d in c["dtypes"]]
-        tiles = {k: tuple(tuple(t) for t in v["tiles"]) for k, v in raw["tiles"].items()}
-        families[fid] = Family(
-            id=fid, name=raw["name"], unit_name=raw["unit_name"],
-            overhead_s=ov["value"] * UNIT_TO_S[ov["unit"]], overhead_source=ov["source"],
-            launch_floor_s=floor["value"] * UNIT_TO_S[floor["unit"]] if "launch_floor" in raw else 0.0,
-            devices=MappingProxyType({k: MappingProxyType(v) for k, v in raw["devices"].items()}),
-            tiles=MappingProxyType(tiles),
-            tile_sources=MappingProxyType({k: v.get("source", "not modelled") for k, v in raw["tiles"].items()}),
-            tiles_modelled=raw["tiles"]["default"].get("modelled", True),
-            clocks=tuple(clocks), uncalibrated_eta=raw.get("uncalibrated_eta"))
-    apis = {}
-    for name, a in doc.get("timing_apis", {}).items():
-        fb = doc["overheads"].get(a["fallback"])
-        if fb is None:
-            raise MatmulDataError(f"{origin}: timing_apis/{name}/fallback: {a['fallback']!r} is not one of: "
-                                  f"{', '.join(doc['overheads'])}")
-        for key in ("families", "serial_epilogue_families"):
-            bad = [f for f in a.get(key, []) if f not in families]
-            if bad:
-                raise MatmulDataError(f"{origin}: timing_apis/{name}/{key}: not a family: {', '.join(bad)}")
-        apis[name] = Api(name, tuple(a["dtypes"]), fb["value"] * UNIT_TO_S[fb["unit"]], fb["source"],
-                         tuple(a["families"]), tuple(a.get("serial_epilogue_families", ())))
-    power = tuple(doc.get("power_clock", {}).get("families", ()))
-    for fid in power:
-        if fid not in families:
-            raise MatmulDataError(f"{origin}: power_clock/families: {fid!r} is not a family")
-    return Constants(doc["model_version"], doc["calibration"]["min_devices"], MappingProxyType(families),
-                     MappingProxyType(apis), power)
-
-
-def sources_used() -> set[str]:
-    """Every bibliography key matmul.yaml cites (checked against references.bib in the tests)."""
-    doc = specs.read_yaml(MATMUL_PATH, MatmulDataError)
-    keys: set[str] = set()
-
-    def walk(o):
-        if isinstance(o, dict):
-            if isinstance(o.get("source"), str):
-                keys.add(o["source"])
-            for v in o.values():
-                walk(v)
-        elif isinstance(o, list):
-            for v in o:
-                walk(v)
-    walk(doc)
-    return keys
 
 
 # ---------------------------------------------------------------------------------------------- a target
@@ -264,22 +107,6 @@ class Target:
     def assumed_clock_hz(self) -> float | None:
         """The clock the prediction assumes: r × the clock the peak assumes (None where the catalog has no clock)."""
         return self.clock_ratio * self.peak_clock_hz if self.peak_clock_hz else None
-
-
-def _units(dev: specs.Device, fam: Family) -> int:
-    u = fam.devices[dev.id]["units"]
-    return int(dev.peak_basis["units"]) if u == "catalog" else int(u)
-
-
-def clock_for(device_id: str, dtype: str) -> Clock | None:
-    """The sourced clock of (device, dtype), if the data file has one."""
-    fam = constants().family_of(device_id)
-    return next((c for c in fam.clocks if c.device == device_id and c.dtype == dtype), None)
-
-
-def peak_clock_hz(dev: specs.Device) -> float | None:
-    """The clock the catalog's peak assumes (its peak_basis), if recorded."""
-    return dev.peak_basis["clock_mhz"] * 1e6 if dev.peak_basis else None
 
 
 def memory_fraction(device_id: str, family: "Family | None" = None) -> tuple[float, str]:
@@ -333,108 +160,8 @@ def target(device: specs.Device | str, dtype: str, *, use_clock: bool = True,
     if a is not None and fam.id in a.families:
         api, serial = a.name, fam.id in a.serial_epilogue_families and fam.tiles_modelled
         floor, floor_basis = api_floor(a.name, dev.id, exclude, exclude_sources)
-    return Target(dev.id, dtype, dev.values[field].si, dev.memory_bw_Bps, _units(dev, fam), fam, r, basis, field,
+    return Target(dev.id, dtype, dev.values[field].si, dev.memory_bw_Bps, units_of(dev, fam), fam, r, basis, field,
                   dev.values[field].source, phi, phi_basis, peak_clock_hz(dev), floor, floor_basis, api, serial)
-
-
-# ------------------------------------------------------------- mechanisms measured on our committed GEMM sweeps
-
-#: the source name of every constant measured on our own committed runs (leave-one-source-out drops them all)
-OURS = "ours"
-
-
-@dataclasses.dataclass(frozen=True)
-class SweepEvidence:
-    """What one committed GEMM sweep (book/runs/gemms/) measured of the mechanisms: the least time per call of each
-    timing API [s] and, per sustained shape, (dtype, median SM clock [Hz], power limit [W])."""
-    run_id: str
-    device: str
-    floors_s: Mapping[str, float]
-    sustained: tuple[tuple[str, float, float], ...]
-
-
-@functools.lru_cache(maxsize=1)
-def sweep_evidence() -> tuple[SweepEvidence, ...]:
-    """The mechanisms each committed full GEMM sweep on a modelled GPU measured (empty where none is committed)."""
-    from x4lib.harness import device as hdevice, runs as hruns
-    try:
-        runs = hruns.load_runs("gemms")
-    except FileNotFoundError:
-        return ()
-    c, out = constants(), []
-    for run in runs:
-        cat = run.device.get("catalog_id")
-        if run.device.get("kind") != "gpu" or not cat or run.quick or not any(cat in f.devices
-                                                                              for f in c.families.values()):
-            continue
-        floors: dict[str, float] = {}
-        for r in run.results.get("matmul", []):
-            a = c.api_for(r["dtype"]) if r.get("status") == "ok" else None
-            if a is not None:
-                floors[a.name] = min(floors.get(a.name, math.inf), r["best_s"])
-        sus = []
-        for r in run.results.get("sustained", []):
-            ev = hdevice.clock_evidence(r.get("gpu_samples")) if r.get("status") == "ok" else None
-            if ev and ev.get("sm_mhz_median") and ev.get("power_limit_w") and \
-                    "sw_power_cap" in (ev.get("reasons_active") or []):
-                sus.append((r["dtype"], ev["sm_mhz_median"] * 1e6, float(ev["power_limit_w"])))
-        out.append(SweepEvidence(run.run_id, cat, MappingProxyType(floors), tuple(sus)))
-    return tuple(out)
-
-
-def _evidence(exclude: Iterable[str], exclude_sources: Iterable[str]) -> list[SweepEvidence]:
-    """The sweeps a prediction may use: none when our runs are a held-out source, never a held-out device's."""
-    if any(str(s).startswith(OURS) for s in exclude_sources):
-        return []
-    ex = set(exclude)
-    return [e for e in sweep_evidence() if e.device not in ex]
-
-
-def api_floor(api: str, device_id: str, exclude: Iterable[str] = (),
-              exclude_sources: Iterable[str] = ()) -> tuple[float, str]:
-    """The host's floor per call of a timing API [s] and its basis: the median over the committed sweeps (of other
-    machines when ``exclude`` holds the device) of the API's least time per call; else the API's fallback."""
-    a = constants().apis[api]
-    xs = [(e.floors_s[api], e.device) for e in _evidence(exclude, exclude_sources) if api in e.floors_s]
-    if not xs:
-        return a.fallback_s, f"{api}: no sweep measured it here; the host launch time ({a.fallback_source})"
-    v = statistics.median(x[0] for x in xs)
-    return v, (f"{api}: {v * 1e6:.1f} µs, the least time per call in our GEMM sweep(s) on "
-               f"{', '.join(sorted({x[1] for x in xs}))}")
-
-
-def power_limited_clock(device: specs.Device | str, dtype: str, exclude: Iterable[str] = (),
-                        exclude_sources: Iterable[str] = ()) -> tuple[float, str] | None:
-    """The clock [Hz] a dense GEMM of ``dtype`` settles at against the device's power limit (its catalog TDP), with
-    its basis, or None where the family has no power-clock model or no sweep of another device measured it.
-
-    Energy per SM-clock e = P_limit' / (U' · f') from each sustained shape of the same precision class that ran with
-    SW Power Cap Active on another device of the family; f = TDP / (U · median e), capped at the device's maximum
-    clock where the catalog gives it."""
-    dev = specs.get(device) if isinstance(device, str) else device
-    dtype = specs.normalize_dtype(dtype)
-    c = constants()
-    fam = c.family_of(dev.id)
-    if fam.id not in c.power_families or "tdp_w" not in dev.values or not dev.peak_basis:
-        return None
-    cls = precision_class(dtype)
-    es, who = [], set()
-    for e in _evidence(set(exclude) | {dev.id}, exclude_sources):
-        if e.device not in fam.devices:
-            continue
-        other = specs.get(e.device)
-        for d, f_hz, p_w in e.sustained:
-            if precision_class(d) == cls and (d == dtype or cls == "fp8" or d in ("bf16", "fp16")):
-                es.append(p_w / (_units(other, fam) * f_hz))
-                who.add(e.device)
-    if not es:
-        return None
-    e_clk = statistics.median(es)
-    tdp = dev.values["tdp_w"].si
-    f = tdp / (_units(dev, fam) * e_clk)
-    return f, (f"{f / 1e6:,.0f} MHz: the {tdp:.0f} W limit over {e_clk * 1e12:,.1f} pJ per SM-clock, the median of "
-               f"{len(es)} sustained {'FP8' if cls == 'fp8' else '16-bit'} shape(s) run against the power cap on "
-               f"{', '.join(sorted(who))}")
 
 
 def cpu_target(name: str, dtype: str, peak_flop_per_s: float, memory_bw_Bps: float, cores: int) -> Target:
@@ -724,18 +451,12 @@ def measurements() -> tuple[Measurement, ...]:
     return tuple(out)
 
 
-def _model_rate(tg: Target, meas: Measurement, eta: Eta) -> tuple[float, Prediction]:
+def model_rate(tg: Target, meas: Measurement, eta: Eta) -> tuple[float, Prediction]:
     """The model's rate for what a measurement timed: its shape, or the best of the square sizes it searched."""
     shapes = [meas.shape] if meas.shape else [(s, s, s) for s in meas.square_sizes]
     preds = [predict_target(tg, *s, eta) for s in shapes]
     p = max(preds, key=lambda x: x.rate_flop_per_s)
     return p.rate_flop_per_s, p
-
-
-def precision_class(dtype: str) -> str:
-    """η's precision class: ``fp8`` (FP8 tensor cores draw more power per FLOP, so their clock against the peak's is
-    lower) or ``other``."""
-    return "fp8" if specs.normalize_dtype(dtype).startswith("fp8") else "other"
 
 
 def implied_eta(meas: Measurement, use_clock: bool = True) -> float | None:
@@ -745,7 +466,7 @@ def implied_eta(meas: Measurement, use_clock: bool = True) -> float | None:
     lo, hi = ETA_RANGE
 
     def rate(e):
-        return _model_rate(tg, meas, Eta(e, "trial", ()))[0]
+        return model_rate(tg, meas, Eta(e, "trial", ()))[0]
     if rate(hi) < meas.rate_flop_per_s or rate(lo) > meas.rate_flop_per_s:
         return None
     for _ in range(60):
@@ -799,65 +520,6 @@ def eta_of(tg: Target, exclude: Iterable[str] = (), use_clock: bool = True,
            exclude_sources: Iterable[str] = ()) -> Eta:
     """η for a target's family and precision class."""
     return eta_for(tg.family.id, frozenset(exclude), use_clock, precision_class(tg.dtype), frozenset(exclude_sources))
-
-
-# -------------------------------------------------------------------------------------------- validation
-
-@dataclasses.dataclass(frozen=True)
-class Check:
-    """One published rate against the model's prediction with η calibrated without that device."""
-    measurement: Measurement
-    prediction: Prediction
-    family: str
-
-    @property
-    def measured_flop_per_s(self) -> float:
-        return self.measurement.rate_flop_per_s
-
-    @property
-    def predicted_flop_per_s(self) -> float:
-        return self.prediction.rate_flop_per_s
-
-    @property
-    def error(self) -> float:
-        """predicted / measured − 1 (positive: the model is optimistic)."""
-        return self.predicted_flop_per_s / self.measured_flop_per_s - 1
-
-
-def leave_one_out(use_clock: bool = True) -> tuple[Check, ...]:
-    """Every published best-shape rate predicted with η calibrated on the other devices only. ``use_clock=False``
-    drops the sourced sustained clocks from calibration and prediction alike (what they are worth)."""
-    out = []
-    for meas in measurements():
-        tg = target(meas.device, meas.dtype, use_clock=use_clock)
-        eta = eta_of(tg, {meas.device}, use_clock)
-        _, pred = _model_rate(tg, meas, eta)
-        out.append(Check(meas, pred, tg.family.id))
-    return tuple(out)
-
-
-@dataclasses.dataclass(frozen=True)
-class Summary:
-    """The validation's headline: median |error| over all rows and over devices (each device's median |error|)."""
-    n_rows: int
-    n_devices: int
-    median_abs_error: float
-    median_abs_error_by_device: float
-    per_device: Mapping[str, float]
-    worst: Check
-
-
-def summarise(checks: Iterable[Check]) -> Summary:
-    checks = tuple(checks)
-    if not checks:
-        raise ValueError("no checks to summarise")
-    per: dict[str, list[float]] = {}
-    for c in checks:
-        per.setdefault(c.measurement.device, []).append(abs(c.error))
-    per_dev = {d: statistics.median(v) for d, v in per.items()}
-    return Summary(len(checks), len(per_dev), statistics.median(abs(c.error) for c in checks),
-                   statistics.median(per_dev.values()), MappingProxyType(per_dev),
-                   max(checks, key=lambda c: abs(c.error)))
 
 
 def square_sweep(device: specs.Device | str, dtype: str, sizes: Iterable[int]) -> list[Prediction]:

@@ -12,6 +12,7 @@ import dataclasses
 import json
 
 from x4lib.compute import kernels, matmul
+from x4lib.compute import matmul_validation
 from x4lib.catalog import published, specs
 from x4lib.compute import roofline as rl
 from x4lib.harness.runs import Run
@@ -370,7 +371,7 @@ def gap_for_published(device_id: str, dtype: str) -> list[GapRow]:
     dev = specs.get(device_id)
     roof = rl.for_device(dev, dtype)
     rows = []
-    for c in matmul.leave_one_out():
+    for c in matmul_validation.leave_one_out():
         meas = c.measurement
         if meas.device != device_id or meas.dtype != dtype:
             continue

@@ -12,6 +12,7 @@ import statistics
 
 from x4lib.book.tables import Col, table, with_details
 from x4lib.compute import kernels, matmul
+from x4lib.compute import matmul_floors
 from x4lib.compute import matmul_validation as mv
 from x4lib.harness import device as hdevice
 from x4lib.harness import runs as hruns
@@ -299,7 +300,7 @@ def mechanism_model_rows(runs) -> list[dict]:
         cat = run.device["catalog_id"]
         for dt in ("bf16", "fp8_e4m3"):
             tg = matmul.target(cat, dt, exclude={cat})
-            pc = matmul.power_limited_clock(cat, dt, exclude={cat})
+            pc = matmul_floors.power_limited_clock(cat, dt, exclude={cat})
             meas = sustained_clock(run, dt)
             out.append({"device": cat, "dtype": dt, "api": tg.api, "floor": host_floor_us(run, dt),
                         "floor_model": tg.floor_s * 1e6, "clock": meas,

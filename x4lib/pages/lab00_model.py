@@ -10,6 +10,7 @@ import dataclasses
 import numpy as np
 
 from x4lib.compute import matmul
+from x4lib.compute import matmul_data, matmul_validation as mv
 from x4lib.catalog import published, specs
 
 # ------------------------------------------------------------------------------- the matmul model, validated
@@ -20,7 +21,7 @@ def family_rows() -> list[dict]:
     c = matmul.constants()
     rows = []
     for fam in c.families.values():
-        units = sorted({matmul._units(specs.get(d), fam) for d in fam.devices})
+        units = sorted({matmul_data.units_of(specs.get(d), fam) for d in fam.devices})
         by_dev: dict[str, list[float]] = {}
         for k in fam.clocks:
             by_dev.setdefault(k.device, []).append(k.sustained_hz / 1e6)
@@ -40,9 +41,9 @@ def family_rows() -> list[dict]:
 
 
 def validation_rows(use_clock: bool = True) -> list[dict]:
-    """Every published best-shape rate against the leave-one-device-out prediction (x4lib.compute.matmul.leave_one_out)."""
+    """Every published best-shape rate against the leave-one-device-out prediction (x4lib.compute.matmul_validation.leave_one_out)."""
     out = []
-    for c in matmul.leave_one_out(use_clock):
+    for c in mv.leave_one_out(use_clock):
         m = c.measurement
         out.append({"device": specs.get(m.device).name, "dtype": m.dtype, "shape": m.shape_text,
                     "how found": m.search, "measured (TFLOP/s)": c.measured_flop_per_s / 1e12,
@@ -81,8 +82,8 @@ class ValidationSummary:
 
 
 def validation_summary() -> ValidationSummary:
-    s = matmul.summarise(matmul.leave_one_out())
-    s0 = matmul.summarise(matmul.leave_one_out(use_clock=False))
+    s = mv.summarise_best_shape(mv.leave_one_out())
+    s0 = mv.summarise_best_shape(mv.leave_one_out(use_clock=False))
     return ValidationSummary(s.n_rows, s.n_devices, s.median_abs_error, s.median_abs_error_by_device,
                              s.worst.measurement.id, s.worst.error, s0.median_abs_error, dict(s.per_device),
                              dict(s0.per_device))
@@ -92,7 +93,7 @@ def validation_series() -> list[tuple[str, str, list[dict]]]:
     """(kind, label, points {x: measured, y: predicted, label}) per source, for the predicted-against-measured
     figure: others' measurements, hollow, cited in the label."""
     groups: dict[str, list[dict]] = {}
-    for c in matmul.leave_one_out():
+    for c in mv.leave_one_out():
         m = c.measurement
         groups.setdefault(m.source, []).append({"x": c.measured_flop_per_s / 1e12, "y": c.predicted_flop_per_s / 1e12,
                                                 "label": m.device})
@@ -171,7 +172,6 @@ def sweep_table():
 def shape_class_table():
     """x4lib.compute.matmul_validation.class_rows as a book table."""
     from x4lib.book.tables import Col, table
-    from x4lib.compute import matmul_validation as mv
     return table(mv.class_rows(), {
         "class": "shape class", "rows": "rows", "ours": "ours", "theirs": "theirs",
         "median |error|, device held out": Col("median |error|, device held out", fmt="{:.0%}"),
@@ -181,7 +181,6 @@ def shape_class_table():
 
 def shape_dtype_table():
     from x4lib.book.tables import Col, table
-    from x4lib.compute import matmul_validation as mv
     return table(mv.dtype_rows(), {
         "dtype": "dtype", "rows": "rows",
         "median |error|, device held out": Col("median |error|, device held out", fmt="{:.0%}"),
@@ -191,7 +190,6 @@ def shape_dtype_table():
 
 def worst_shape_table(n: int = 10):
     from x4lib.book.tables import Col, table
-    from x4lib.compute import matmul_validation as mv
     return table(mv.worst_rows(n), {
         "source": Col("measured by", wrap=True), "device": "device", "dtype": "dtype", "shape": "shape",
         "class": "class", "measured (TFLOP/s)": Col("measured", "TFLOP/s", "{:,.4g}"),

@@ -20,10 +20,9 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import itertools
 import math
 import statistics
-from typing import Iterable, Mapping, Sequence
+from typing import Iterable, Sequence
 
 import numpy as np
 
