@@ -175,6 +175,25 @@ def test_ctrl_c_is_one_line_and_leaves_nothing(tmp_path):
     assert not (tmp_path / "lab01").exists() or not list((tmp_path / "lab01").iterdir())
 
 
+@pytest.mark.parametrize("module", ["runners", "x4lib"])
+def test_ctrl_c_while_python_still_imports_is_one_line(module, tmp_path):
+    """SIGINT half a second after the start lands while the command is still importing (or, on a fast machine,
+    early in its work): never a traceback; exit 130 with the one line, or (before Python's own handler is in place)
+    the signal's default end, -2."""
+    args = ["lab01", "--profile", "local-cpu", "--measure-only", "--runs-dir", str(tmp_path)] if module == "runners" \
+        else ["roofline", "--device", "h100-sxm"]
+    p = subprocess.Popen([sys.executable, "-m", module, *args], cwd=ROOT, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    time.sleep(0.5)
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=120)
+    assert "Traceback" not in err, err[-2000:]
+    if p.returncode == 130:
+        assert err.strip().splitlines()[-1].endswith("interrupted")
+    else:
+        assert p.returncode in (0, -signal.SIGINT), (p.returncode, err[-2000:])
+
+
 def test_a_wrong_profile_is_refused_before_measuring():
     r = run_cli("lab00", "--profile", "h100", "--quick", "--measure-only", "--runs-dir", "/tmp/x4-never",
                 module="runners")
