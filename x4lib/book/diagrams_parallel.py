@@ -174,7 +174,8 @@ EXPOSED = dict(facecolor="C3")
 def overlap_timeline(ax, segments: Sequence):
     """The two streams of one step (segments of :func:`x4lib.training.schedule.streams`): compute on top,
     communication below, x = seconds. Hidden collectives are drawn under the compute they hide behind (translucent);
-    exposed ones in red under the wait they cause. The legend totals hidden and exposed communication."""
+    exposed ones in red under the wait they cause; each collective is named under its bars when they span at
+    least 3 % of the step. The legend totals hidden and exposed communication."""
     from matplotlib.patches import Patch
     lanes = {"compute": 1.0, "comm": 0.0}
     seen: dict = {}
@@ -195,13 +196,19 @@ def overlap_timeline(ax, segments: Sequence):
         handles.append(Patch(**HIDDEN, label=f"communication hidden under compute ({hidden:.2f} s in all)"))
     if "exposed" in seen:
         handles.append(Patch(**EXPOSED, label=f"communication exposed, compute waits ({exposed:.2f} s)"))
-    for s in segments:  # name the collectives on the comm lane where the bar is wide enough
-        if s.lane == "comm" and s.length_s > 0.06 * max(x.start_s + x.length_s for x in segments):
-            ax.text(s.start_s + s.length_s / 2, 0.0, text(s.label.split(" (")[0]), ha="center", va="center",
-                    fontsize=NOTE_PT - 1, color="white")
     end = max(s.start_s + s.length_s for s in segments)
+    spans: dict = {}
+    for s in segments:  # name each collective under its bars, where they span enough of the step to be read
+        if s.lane == "comm":
+            lo, hi = spans.get(s.label, (s.start_s, s.start_s + s.length_s))
+            spans[s.label] = (min(lo, s.start_s), max(hi, s.start_s + s.length_s))
+    for label, (lo, hi) in spans.items():
+        if hi - lo >= 0.03 * end:
+            right = (lo + hi) / 2 > 0.8 * end
+            ax.text(hi if right else (lo + hi) / 2, -0.5, text(label), ha="right" if right else "center",
+                    va="center", fontsize=NOTE_PT - 1)
     ax.set_xlim(0, end)
-    ax.set_ylim(-0.6, 1.6)
+    ax.set_ylim(-0.75, 1.5)
     ax.set_yticks([1.0, 0.0], ["compute\nstream", "communication\nstream"])
     ax.set_xlabel("time in one step, per GPU (s, model prediction; each term's total)", fontsize=plots.LABEL_PT)
     ax.tick_params(labelsize=TICK_PT)
