@@ -262,7 +262,7 @@ def pipeline_rows(layouts, device: str = DEVICE) -> list[dict]:
         mem = planner.memory_plan(model, lay, B)
         out.append({"layout": lay.label(), "m": m, "bubble": bubble, "mem_gb": mem.total_B / 1e9,
                     "state_gb": (mem.weights_B + mem.gradients_B + mem.optimizer_B) / 1e9,
-                    "fits": mem.total_B <= usable, "note": note})
+                    "fits": "yes" if mem.total_B <= usable else "no", "note": note})
     return out
 
 
