@@ -160,7 +160,8 @@ def card_rows() -> list[dict]:
                  f"({c['card_dp_max_z3']} with ZeRO-3)"},
         {"rule": "pipeline bubble",
          "arithmetic": f"(p − 1)/m = ({c['card_pp']} − 1)/{c['card_m']} = {c['card_bubble_pct']:.1f} %",
-         "says": f"ZeRO-1: ZeRO-3 would move {c['card_k3_ratio']:.0f}× the bytes (per micro-batch)"},
+         "says": f"pair it with ZeRO-0 or 1: ZeRO-3 would send {c['card_k3_m']:.0f} B per parameter per step, "
+                 f"{c['card_k3_ratio']:.0f}× as much"},
         {"rule": "goodput",
          "arithmetic": f"1 − √(2 × {c['card_ckpt_s']:.1f} s ÷ {c['card_mtbf_ks']:.0f} ks) − "
                        f"{c['card_restart_s']:.0f} s ÷ {c['card_mtbf_ks']:.0f} ks  (M = {c['card_mtbf_h']:.1f} h)",
