@@ -5,10 +5,12 @@ ground truth (``ground_truth``, ``validate``).
 Used by: Chapters 00, 02 and 03 and the capstone.
 
 Modules: ``memory``, ``parallelism``, ``mfu``, ``planner``, ``economics``, ``stack``, ``ground_truth``,
-``validate``, ``calibration`` (Lab 02), ``schedule`` (when a step's parts run: 1F1B, the streams). Each is imported on first use
+``validate``, ``calibration`` (Lab 02), ``schedule`` (when a step's parts run: 1F1B, the streams), ``rules`` (the
+capstone's rules of thumb). Each is imported on first use
 (``x4lib.training.<module>``).
 """
 from x4lib._lazy import submodules
 
-__all__ = ["memory", "parallelism", "mfu", "planner", "economics", "stack", "ground_truth", "validate", "calibration", "schedule"]
+__all__ = ["memory", "parallelism", "mfu", "planner", "economics", "stack", "ground_truth", "validate", "calibration",
+           "schedule", "rules"]
 __getattr__, __dir__ = submodules(__name__, __all__)
