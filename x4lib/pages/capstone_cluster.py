@@ -28,6 +28,8 @@ HGX_TOPO = "topo_hgx-h100-10nic_nvidia-nccl-1264.txt"
 #: a stored two-node nccl-tests log (NVIDIA/nccl-tests issue 309) for the "is this busbw healthy?" exercise
 HEALTH_LOG = "nccl-tests_h100-80gb-x16_2node_all_reduce_nccltests309-qoofyk.log"
 MOE_MODELS = ("mixtral-8x7b", "deepseek-v3")
+#: tokens each GPU holds in one MoE layer's forward pass (one 8192-token sequence, the capstone's micro-batch)
+MOE_TOKENS = 8192
 
 
 def _dev() -> specs.Device:
@@ -242,7 +244,7 @@ def _moe_cfg(model_id: str):
     return inference.get(model_id)
 
 
-def moe_rows(tokens: int = 8192) -> list[dict]:
+def moe_rows(tokens: int = MOE_TOKENS) -> list[dict]:
     """EP against TP of 8 (one H100 server) and EP beyond the server, for each MoE of the catalog's models: bytes
     per token and layer, the link, the time of one forward MoE layer's traffic for ``tokens`` tokens per GPU."""
     c = planner.cluster_for(_dev(), GPUS)
@@ -271,7 +273,7 @@ def moe_table():
         "width": Col("expert width, EP"), "tp_width": Col("expert width, TP8")})
 
 
-def expert_gemm_rates(model_id: str = "mixtral-8x7b", degree: int = 8, tokens: int = 8192) -> dict:
+def expert_gemm_rates(model_id: str = "mixtral-8x7b", degree: int = 8, tokens: int = MOE_TOKENS) -> dict:
     """Lab 00's matmul model on one expert's up-projection: whole (EP, the expert's tokens from ``degree`` GPUs)
     against 1/degree of it (TP, the same tokens), in TFLOP/s."""
     from x4lib.compute import matmul
@@ -283,7 +285,7 @@ def expert_gemm_rates(model_id: str = "mixtral-8x7b", degree: int = 8, tokens: i
             "tp_tflops": tp.flop / tp.time_s / 1e12}
 
 
-def ep_vs_tp(model_id: str = "mixtral-8x7b", tokens: int = 8192) -> dict:
+def ep_vs_tp(model_id: str = "mixtral-8x7b", tokens: int = MOE_TOKENS) -> dict:
     """The exercise's answer: EP8 against TP8 for ``model_id`` on one H100 server."""
     c = planner.cluster_for(_dev(), GPUS)
     cfg = _moe_cfg(model_id)
@@ -381,5 +383,22 @@ def summary() -> dict:
               "cl_ds_ep64_ms": mo[(ds, 64)]["ep_ms"], "cl_ds_ep8_ms": mo[(ds, 8)]["ep_ms"],
               "cl_ds_tp_width": mo[(ds, 8)]["tp_width"], "cl_mx_tp_width": mo[(mx, 8)]["tp_width"],
               "cl_ds_k": mo[(ds, 64)]["k"], "cl_mx_k": mo[(mx, 8)]["k"], "cl_ds_experts": mo[(ds, 64)]["experts"],
-              "cl_mx_name": mx, "cl_ds_name": ds})
+              "cl_mx_name": mx, "cl_ds_name": ds, "cl_moe_tokens": MOE_TOKENS})
+    s.update({"cl_nccl_min": NCCL_MIN, "cl_nccl_max": NCCL_MAX, "cl_nccl_factor": NCCL_FACTOR,
+              "cl_target": f"{TARGET_SIZE_B / 2**30:.0f} GiB", "cl_gpus": GPUS})
+    g = expert_gemm_rates("deepseek-v3")
+    s["cl_ds_ep_tflops"], s["cl_ds_tp_tflops"] = g["ep_tflops"], g["tp_tflops"]
+    h = health_check()
+    s.update({f"cl_health_{k}": v for k, v in h.items()})
+    s["cl_health_line"] = health_line()
     return s
+
+
+def health_line() -> str:
+    """The stored log's 8 GiB row as nccl-tests printed it (size, count, type, redop, root, then out-of-place time,
+    algbw, busbw, #wrong)."""
+    log = health_log()
+    row = next(r for r in log.rows if r.size_B == TARGET_SIZE_B)
+    o = row.out_of_place
+    return f"{row.size_B} {row.count} {row.type} {row.redop} {row.root if row.root is not None else -1} " \
+           f"{' '.join(o.text)} {o.wrong}"
