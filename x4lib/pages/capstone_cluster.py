@@ -115,16 +115,17 @@ def power() -> dict:
 def cluster_rows() -> list[dict]:
     """Checkpoints and power in one table: what the cluster needs besides GPUs and links."""
     c, p = checkpoint(), power()
-    return [{"quantity": "training state (weights, gradients, Adam)", "value": f"{c['state_tb']:,.2f}", "unit": "TB"},
-            {"quantity": "one checkpoint (weights and Adam state)", "value": f"{c['checkpoint_tb']:,.2f}", "unit": "TB"},
-            {"quantity": "checkpoint write at the given storage rate", "value": f"{c['write_s']:,.0f}", "unit": "s"},
-            {"quantity": "job MTBF at Llama 3's failure rate", "value": f"{c['mtbf_h']:,.1f}", "unit": "h"},
-            {"quantity": "checkpoint interval (Daly)", "value": f"{c['interval_min']:,.0f}", "unit": "min"},
-            {"quantity": "goodput", "value": f"{c['goodput_pct']:.1f}", "unit": "%"},
-            {"quantity": "GPUs alone at TDP", "value": f"{p['gpus_mw']:.2f}", "unit": "MW"},
-            {"quantity": "whole servers (IT load, maximum)", "value": f"{p['it_mw']:.2f}", "unit": "MW"},
-            {"quantity": f"facility at PUE {p['pue']:.2f}", "value": f"{p['facility_mw']:.2f}", "unit": "MW"},
-            {"quantity": "facility, average in training", "value": f"{p['average_mw']:.2f}", "unit": "MW"}]
+    rows = (("training state (weights, gradients, Adam)", f"{c['state_tb']:,.2f}", "TB"),
+            ("one checkpoint (weights and Adam state)", f"{c['checkpoint_tb']:,.2f}", "TB"),
+            ("checkpoint write at the given storage rate", f"{c['write_s']:,.0f}", "s"),
+            ("job MTBF at Llama 3's failure rate", f"{c['mtbf_h']:,.1f}", "h"),
+            ("checkpoint interval (Daly)", f"{c['interval_min']:,.0f}", "min"),
+            ("goodput", f"{c['goodput_pct']:.1f}", "%"),
+            ("GPUs alone at TDP", f"{p['gpus_mw']:.2f}", "MW"),
+            ("whole servers (IT load, maximum)", f"{p['it_mw']:.2f}", "MW"),
+            (f"facility at PUE {p['pue']:.2f}", f"{p['facility_mw']:.2f}", "MW"),
+            ("facility, average in training", f"{p['average_mw']:.2f}", "MW"))
+    return [dict(zip(("quantity", "value", "unit"), r)) for r in rows]
 
 
 def cluster_table():

@@ -5,10 +5,11 @@ ground truth (``ground_truth``, ``validate``).
 Used by: Chapters 00, 02 and 03 and the capstone.
 
 Modules: ``memory``, ``parallelism``, ``mfu``, ``planner``, ``economics``, ``stack``, ``ground_truth``,
-``validate``, ``calibration`` (Lab 02). Each is imported on first use
+``validate``, ``calibration`` (Lab 02), ``moe`` (expert parallelism's all-to-all, the capstone's variants). Each is imported on first use
 (``x4lib.training.<module>``).
 """
 from x4lib._lazy import submodules
 
-__all__ = ["memory", "parallelism", "mfu", "planner", "economics", "stack", "ground_truth", "validate", "calibration"]
+__all__ = ["memory", "parallelism", "mfu", "planner", "economics", "stack", "ground_truth", "validate", "calibration",
+           "moe"]
 __getattr__, __dir__ = submodules(__name__, __all__)
