@@ -200,8 +200,10 @@ def checklist_rows() -> list[dict]:
         {"step": "1. topology", "run": "nvidia-smi topo -m",
          "expect": f"every GPU pair {'/'.join(nic['gpu_paths'])}; each GPU one NIC of its own at "
                    f"{'/'.join(nic['nearest_nic_paths'])}"},
-        {"step": "2. the node's state", "run": "python -m x4lib doctor --from FILE",
-         "expect": "no error finding on the pasted topo -m, ibstat, nvidia-smi -q or nccl-tests output"},
+        {"step": "2. each server's state", "run": "python -m x4lib doctor; python -m x4lib doctor --from topo.txt "
+                                                  "smi-q.txt all_reduce.log",
+         "expect": "exit status 0 (notes only): matmul rate as the model predicts, no problem or warning finding in "
+                   "the saved topo -m, nvidia-smi -q and nccl-tests output"},
         *({"step": f"{3 + i}. busbw, {n} server{'s' if n > 1 else ''}", "run": b[n]["command"],
            "expect": f"8 GiB row about {b[n]['busbw']:,.0f} GB/s busbw ({b[n]['algorithm']})"}
           for i, n in enumerate(CHECK_NODES)),
@@ -313,7 +315,7 @@ def layer_gemms(sp: cap.StackPlan) -> list[tuple[int, int, int]]:
 @functools.lru_cache(maxsize=1)
 def fp8() -> dict:
     """FP8 against BF16 for the headline plan: the matmul model's rates on the layer's GEMMs (forward and both
-    backward GEMMs), and the step if only the GEMMs speed up (Amdahl: attention, memory-bound kernels, launches,
+    backward GEMMs), the published best-shape rates of both (stas00's MAMF table), and the step if only the GEMMs speed up (Amdahl: attention, memory-bound kernels, launches,
     communication and the bubble stay)."""
     from x4lib.compute import matmul
     sp = cap.stack_best(DEVICE, GPUS)
@@ -325,7 +327,11 @@ def fp8() -> dict:
     gemm_speedup = t["bf16"] / t["fp8_e4m3"]
     gemm_s = sp.parts_s["GEMMs"]
     step_fp8 = sp.step_s - gemm_s + gemm_s / gemm_speedup
+    from x4lib.catalog import published
+    mamf = {m["dtype"]: m["value"] for m in published.measurements(DEVICE, "matmul")
+            if m["id"].startswith("stas00-mamf-")}
     return {"peak_ratio": dev.peak_flop_per_s("fp8_e4m3") / dev.peak_flop_per_s("bf16"),
+            "mamf_bf16": mamf["bf16"], "mamf_fp8": mamf["fp8_e4m3"], "mamf_ratio": mamf["fp8_e4m3"] / mamf["bf16"],
             "gemm_speedup": gemm_speedup, "gemm_share_pct": 100 * gemm_s / sp.step_s,
             "step_speedup": sp.step_s / step_fp8, "step_bf16": sp.step_s, "step_fp8": step_fp8,
             "mfu_bf16_pct": 100 * sp.mfu}
