@@ -38,14 +38,14 @@ def _dev() -> specs.Device:
 
 # ------------------------------------------------------------------------------------------------ the fabric
 
-@functools.lru_cache(maxsize=1)
-def fabric() -> topology.Topology:
-    """Chapter 03's rail-optimised fat tree for the headline's GPUs (one NDR port per GPU, 64-port switches)."""
-    return topology.rail_fat_tree(GPUS, topology.default_radix(), topology.default_link_Bps())
+@functools.lru_cache(maxsize=4)
+def fabric(gpus: int = GPUS) -> topology.Topology:
+    """Chapter 03's rail-optimised fat tree for ``gpus`` GPUs (one NDR port per GPU, 64-port switches)."""
+    return topology.rail_fat_tree(gpus, topology.default_radix(), topology.default_link_Bps())
 
 
-def fabric_rows() -> list[dict]:
-    t = fabric()
+def fabric_rows(gpus: int = GPUS) -> list[dict]:
+    t = fabric(gpus)
     leaves = t.shape["leaves"]
     return [{"quantity": "GPUs, each with its own NIC port", "value": f"{t.endpoints:,}"},
             {"quantity": "servers of 8 GPUs (rails)", "value": f"{t.shape['nodes']:,} ({t.shape['gpus_per_node']})"},
@@ -58,8 +58,8 @@ def fabric_rows() -> list[dict]:
             {"quantity": "diameter (links crossed)", "value": f"{t.diameter_hops}"}]
 
 
-def fabric_table():
-    return table(fabric_rows(), {"quantity": Col("rail-optimised fat tree", wrap=True), "value": "value"})
+def fabric_table(gpus: int = GPUS):
+    return table(fabric_rows(gpus), {"quantity": Col("rail-optimised fat tree", wrap=True), "value": "value"})
 
 
 # ------------------------------------------------------------------------------------------------ GPU–NIC
@@ -85,11 +85,11 @@ def _topo_path():
 
 # ------------------------------------------------------------------------------------------------ checkpoints
 
-def checkpoint() -> dict:
+def checkpoint(device: str = DEVICE, gpus: int = GPUS) -> dict:
     """The headline run's training state and checkpoint (x4lib.training.memory, x4lib.datacenter.storage) and the
     interval and goodput chapter 04's model gives (the same planner.totals the capstone's days use)."""
     from x4lib.datacenter import facility as dc, storage
-    sp = cap.stack_best(DEVICE, GPUS)
+    sp = cap.stack_best(device, gpus)
     params = sp.plan.model.params
     t = sp.totals()
     write_Bps = dc.given("checkpoint_write_GBps") * 1e9
@@ -97,24 +97,24 @@ def checkpoint() -> dict:
     return {"state_tb": memory.model_state_bytes(params) / 1e12, "checkpoint_tb": ck / 1e12,
             "write_gb_s": write_Bps / 1e9, "write_s": ck / write_Bps, "mtbf_h": t.assumptions["mtbf_h"],
             "interval_min": t.assumptions["checkpoint_interval_s"] / 60, "goodput_pct": 100 * t.goodput,
-            "restart_min": dc.given("restart_s") / 60, "per_gpu_gb": ck / GPUS / 1e9}
+            "restart_min": dc.given("restart_s") / 60, "per_gpu_gb": ck / gpus / 1e9}
 
 
 # ------------------------------------------------------------------------------------------------ power
 
-def power() -> dict:
+def power(device: str = DEVICE, gpus: int = GPUS) -> dict:
     """Chapter 04's power chain for the headline's GPUs: whole servers at the IT load, the facility at the PUE the
     capstone's energy uses (tco.defaults), and the average in training."""
     from x4lib.datacenter import facility as dc, tco
-    d = tco.defaults(DEVICE)
-    pc = dc.power_chain(DEVICE, GPUS, d["pue"], dc.value("superpod_h100_rack_kw")["value"] * 1e3, d["load_fraction"])
+    d = tco.defaults(device)
+    pc = dc.power_chain(device, gpus, d["pue"], dc.value("superpod_h100_rack_kw")["value"] * 1e3, d["load_fraction"])
     return {"gpus_mw": pc.gpu_W * pc.n_gpus / 1e6, "it_mw": pc.it_W / 1e6, "facility_mw": pc.facility_W / 1e6,
             "average_mw": pc.average_W / 1e6, "pue": pc.pue, "racks": pc.racks, "load_pct": 100 * pc.load_fraction}
 
 
-def cluster_rows() -> list[dict]:
+def cluster_rows(device: str = DEVICE, gpus: int = GPUS) -> list[dict]:
     """Checkpoints and power in one table: what the cluster needs besides GPUs and links."""
-    c, p = checkpoint(), power()
+    c, p = checkpoint(device, gpus), power(device, gpus)
     rows = (("training state (weights, gradients, Adam)", f"{c['state_tb']:,.2f}", "TB"),
             ("one checkpoint (weights and Adam state)", f"{c['checkpoint_tb']:,.2f}", "TB"),
             ("checkpoint write at the given storage rate", f"{c['write_s']:,.0f}", "s"),
@@ -128,8 +128,8 @@ def cluster_rows() -> list[dict]:
     return [dict(zip(("quantity", "value", "unit"), r)) for r in rows]
 
 
-def cluster_table():
-    return table(cluster_rows(), {"quantity": Col("quantity", wrap=True), "value": "value", "unit": "unit"})
+def cluster_table(device: str = DEVICE, gpus: int = GPUS):
+    return table(cluster_rows(device, gpus), {"quantity": Col("quantity", wrap=True), "value": "value", "unit": "unit"})
 
 
 # ------------------------------------------------------------------------------------------------ checklist
@@ -145,28 +145,29 @@ def nccl_command(nodes: int, gpus_per_node: int = 8, binary: str = "all_reduce_p
 
 
 @functools.lru_cache(maxsize=8)
-def busbw_target(nodes: int, algorithm: str | None = None) -> collectives.Prediction:
-    """The collective model's AllReduce at 8 GiB on ``nodes`` servers of the capstone's cluster."""
-    return collectives.predict("all_reduce", TARGET_SIZE_B, planner.cluster_for(_dev(), nodes * 8),
+def busbw_target(nodes: int, algorithm: str | None = None, size_B: int = TARGET_SIZE_B) -> collectives.Prediction:
+    """The collective model's AllReduce of ``size_B`` on ``nodes`` servers of the capstone's cluster."""
+    return collectives.predict("all_reduce", size_B, planner.cluster_for(_dev(), nodes * 8),
                                algorithm=algorithm)
 
 
-def busbw_rows() -> list[dict]:
+def busbw_rows(nodes=CHECK_NODES, size_B: int = TARGET_SIZE_B) -> list[dict]:
     rows = []
-    for n in CHECK_NODES:
+    for n in nodes:
         c = planner.cluster_for(_dev(), n * 8)
-        p, ring = busbw_target(n), busbw_target(n, "ring")
+        p, ring = busbw_target(n, None, size_B), busbw_target(n, "ring", size_B)
         rows.append({"nodes": n, "ranks": c.n_ranks, "command": nccl_command(n),
                      "algorithm": f"{p.algorithm}/{p.protocol}", "busbw": p.busbw_Bps / 1e9,
                      "ring": ring.busbw_Bps / 1e9, "wire": collectives.wire_bound_busbw_Bps(c) / 1e9})
     return rows
 
 
-def busbw_table():
-    return table(busbw_rows(), {
+def busbw_table(nodes=CHECK_NODES, size_B: int = TARGET_SIZE_B):
+    gib = f"{size_B / 2**30:g} GiB"
+    return table(busbw_rows(nodes, size_B), {
         "nodes": Col("servers", None, "{:,}"), "ranks": Col("GPUs", None, "{:,}"),
         "command": Col("nccl-tests command", wrap=True), "algorithm": "NCCL's choice (model)",
-        "busbw": Col("target busbw at 8 GiB", "GB/s", "{:,.0f}"),
+        "busbw": Col(f"target busbw at {gib}", "GB/s", "{:,.0f}"),
         "ring": Col("with NCCL_ALGO=Ring", "GB/s", "{:,.0f}"),
         "wire": Col("ring's line-rate bound", "GB/s", "{:,.0f}")})
 
@@ -175,25 +176,25 @@ MFU_CHECKS = (("8B (Llama 3.1 shape)", 8), ("8B (Llama 3.1 shape)", 1024), ("70B
               ("70B (chapter 00)", 1024))
 
 
-def mfu_rows() -> list[dict]:
+def mfu_rows(checks=MFU_CHECKS) -> list[dict]:
     """The stack model's MFU at one node (the 70B: its smallest count) against 128 nodes: the drop a real
     scale-out should show, no more."""
     rows = []
-    for name, g in MFU_CHECKS:
+    for name, g in checks:
         sp = cap.stack_best(DEVICE, g, cap.explorer_model(name))
         rows.append({"model": name, "gpus": g, "nodes": g // 8, "layout": sp.layout.label(), "mfu": sp.mfu})
     return rows
 
 
-def mfu_table():
-    return table(mfu_rows(), {"model": "model", "nodes": Col("servers", None, "{:,}"),
+def mfu_table(checks=MFU_CHECKS):
+    return table(mfu_rows(checks), {"model": "model", "nodes": Col("servers", None, "{:,}"),
                               "layout": Col("fastest layout (stack model)", wrap=True),
                               "mfu": Col("MFU (6ND), model", None, "{:.1%}")})
 
 
-def checklist_rows() -> list[dict]:
+def checklist_rows(nodes=CHECK_NODES) -> list[dict]:
     """What to run, in order, before trusting the cluster with the 70B run, and what to expect."""
-    b = {r["nodes"]: r for r in busbw_rows()}
+    b = {r["nodes"]: r for r in busbw_rows(nodes)}
     m = {(r["model"], r["gpus"]): r["mfu"] for r in mfu_rows()}
     nic = nic_pairing()
     return [
@@ -206,14 +207,14 @@ def checklist_rows() -> list[dict]:
                    "the saved topo -m, nvidia-smi -q and nccl-tests output"},
         *({"step": f"{3 + i}. busbw, {n} server{'s' if n > 1 else ''}", "run": b[n]["command"],
            "expect": f"8 GiB row about {b[n]['busbw']:,.0f} GB/s busbw ({b[n]['algorithm']})"}
-          for i, n in enumerate(CHECK_NODES)),
-        {"step": "6. MFU, 1 against 128 servers", "run": "the 8B recipe at 8 and 1,024 GPUs",
+          for i, n in enumerate(nodes)),
+        {"step": f"{3 + len(nodes)}. MFU, 1 against 128 servers", "run": "the 8B recipe at 8 and 1,024 GPUs",
          "expect": f"about {m[('8B (Llama 3.1 shape)', 8)]:.0%} and {m[('8B (Llama 3.1 shape)', 1024)]:.0%}; "
                    f"a larger drop is the network"}]
 
 
-def checklist_table():
-    return table(checklist_rows(), {"step": "step", "run": Col("run", wrap=True), "expect": Col("expect", wrap=True)})
+def checklist_table(nodes=CHECK_NODES):
+    return table(checklist_rows(nodes), {"step": "step", "run": Col("run", wrap=True), "expect": Col("expect", wrap=True)})
 
 
 # ------------------------------------------------------------------------------------------------ busbw health
@@ -247,13 +248,13 @@ def _moe_cfg(model_id: str):
     return inference.get(model_id)
 
 
-def moe_rows(tokens: int = MOE_TOKENS) -> list[dict]:
+def moe_rows(models=MOE_MODELS, tokens: int = MOE_TOKENS) -> list[dict]:
     """EP against TP of 8 (one H100 server) and EP beyond the server, for each MoE of the catalog's models: bytes
     per token and layer, the link, the time of one forward MoE layer's traffic for ``tokens`` tokens per GPU."""
     c = planner.cluster_for(_dev(), GPUS)
     nv, net = c.intra.bw_Bps, c.nic.bw_Bps * c.nics_per_node / c.gpus_per_node
     rows = []
-    for mid in MOE_MODELS:
+    for mid in models:
         cfg = _moe_cfg(mid)
         for ep in (e for e in (8, 64) if e <= cfg.experts):
             r = moe.compare(cfg.experts_active, cfg.hidden, cfg.moe_ffn, 8, 8, tokens, nv, net)
@@ -268,8 +269,8 @@ def moe_rows(tokens: int = MOE_TOKENS) -> list[dict]:
     return rows
 
 
-def moe_table():
-    return table(moe_rows(), {
+def moe_table(models=MOE_MODELS, tokens: int = MOE_TOKENS):
+    return table(moe_rows(models, tokens), {
         "model": "model", "k": Col("experts per token"), "ep": Col("EP degree"), "link": "EP's all-to-all on",
         "a2a_kb": Col("all-to-all per token and layer", "kB", "{:,.1f}"),
         "ep_ms": Col("EP traffic, one layer", "ms", "{:,.2f}"), "tp_ms": Col("TP8 traffic, one layer", "ms", "{:,.2f}"),
@@ -388,6 +389,7 @@ def summary() -> dict:
     s.update({"cl_mx_a2a_kb": mo[(mx, 8)]["a2a_kb"], "cl_mx_ep8_ms": mo[(mx, 8)]["ep_ms"],
               "cl_mx_tp8_ms": mo[(mx, 8)]["tp_ms"], "cl_ds_a2a_kb": mo[(ds, 64)]["a2a_kb"],
               "cl_ds_ep64_ms": mo[(ds, 64)]["ep_ms"], "cl_ds_ep8_ms": mo[(ds, 8)]["ep_ms"],
+              "cl_ds_tp8_ms": mo[(ds, 8)]["tp_ms"],
               "cl_ds_tp_width": mo[(ds, 8)]["tp_width"], "cl_mx_tp_width": mo[(mx, 8)]["tp_width"],
               "cl_ds_k": mo[(ds, 64)]["k"], "cl_mx_k": mo[(mx, 8)]["k"], "cl_ds_experts": mo[(ds, 64)]["experts"],
               "cl_mx_name": mx, "cl_ds_name": ds, "cl_moe_tokens": MOE_TOKENS})
