@@ -331,17 +331,22 @@ def plan_rows(sp: StackPlan) -> list[dict]:
     return rows
 
 
+#: the explorer's global batch choices, Mi tokens per step (chapter 00's run uses 4)
+BATCH_MI = (1, 2, 4, 8, 16)
+
+
 def explorer():
-    """Model, device, GPU count and (optionally) fixed degrees → of the layouts that fit, the one the stack model
-    times fastest."""
+    """Model, device, GPU count, global batch (Mi tokens per step) and (optionally) fixed degrees → of the layouts
+    that fit, the one the stack model times fastest."""
     import ipywidgets as w
     from IPython.display import display
 
-    def show(model, device, gpus, tp, pp, cp, zero):
+    def show(model, device, gpus, batch_mi, tp, pp, cp, zero):
         fixed = {k: (None if v == "auto" else int(v)) for k, v in (("tp", tp), ("pp", pp), ("cp", cp),
                                                                    ("zero", zero))}
         try:
-            plans = planner.search(explorer_model(model), specs.get(device), int(gpus), batch_tokens(), fixed=fixed)
+            plans = planner.search(explorer_model(model), specs.get(device), int(gpus), int(batch_mi * 2**20),
+                                   fixed=fixed)
         except ValueError as exc:
             print(f"cannot plan: {exc}")
             return
@@ -355,6 +360,7 @@ def explorer():
         show, model=w.Dropdown(options=list(MODELS), value="70B (chapter 00)", description="model"),
         device=w.Dropdown(options=list(DEVICES) + ["a100-sxm-80gb"], value="h100-sxm", description="device"),
         gpus=w.Dropdown(options=[8, 16, 32, 64, 128, 256, 512, 1024, 2048], value=256, description="GPUs"),
+        batch_mi=w.Dropdown(options=BATCH_MI, value=batch_tokens() // 2**20, description="batch (Mi tok)"),
         tp=w.Dropdown(options=auto, value="auto", description="TP"),
         pp=w.Dropdown(options=auto + ["16"], value="auto", description="PP"),
         cp=w.Dropdown(options=auto, value="auto", description="CP"),
