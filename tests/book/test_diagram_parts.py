@@ -1,9 +1,13 @@
 """x4lib.book.diagram_parts: inch coordinates, escaped labels, and an overlap check that finds overlaps."""
 import matplotlib
+import pytest
 
 matplotlib.use("Agg")
 
 from x4lib.book import diagram_parts as parts  # noqa: E402
+
+
+pytestmark = pytest.mark.usefixtures("closed_figures")
 
 
 def test_the_canvas_is_the_figure_in_inches_and_labels_print_dollars():

@@ -12,6 +12,9 @@ from x4lib.catalog import facts, specs  # noqa: E402
 from x4lib.network import clusters, links  # noqa: E402
 
 
+pytestmark = pytest.mark.usefixtures("closed_figures")
+
+
 def draw_sm(device=None):
     fig, ax = parts.new_axes()
     out = dc.sm_hierarchy(ax, device or specs.get("h100-sxm"), facts.group("h100_sm"), facts.group("h100_memory"))

@@ -9,6 +9,9 @@ from x4lib.book import diagram_parts as parts, diagrams_network as dn  # noqa: E
 from x4lib.network import allreduce_moves as am, clusters, topology  # noqa: E402
 
 
+pytestmark = pytest.mark.usefixtures("closed_figures")
+
+
 def tree(gpus, radix=64):
     return topology.rail_fat_tree(gpus, radix, topology.default_link_Bps())
 

@@ -1,12 +1,16 @@
 """x4lib.pages.ch03_diagrams: the page's diagrams are built from the ids the cells name, and the prose numbers beside
 them are the drawing's."""
 import matplotlib
+import pytest
 
 matplotlib.use("Agg")
 
 from x4lib.book import diagram_parts as parts  # noqa: E402
 from x4lib.network import clusters  # noqa: E402
 from x4lib.pages import ch03_diagrams as page  # noqa: E402
+
+
+pytestmark = pytest.mark.usefixtures("closed_figures")
 
 
 def test_the_board_numbers_are_those_of_the_preset_and_the_board_facts():
