@@ -33,3 +33,11 @@ def book_build():
     (build).mkdir(exist_ok=True)
     (build / "build.log").write_text(r.stdout + r.stderr)
     return r
+
+
+@pytest.fixture
+def closed_figures():
+    """Closes every Matplotlib figure a test opened (diagram tests draw many): ``pytestmark = usefixtures(...)``."""
+    yield
+    import matplotlib.pyplot as plt
+    plt.close("all")

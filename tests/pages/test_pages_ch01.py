@@ -66,3 +66,15 @@ def test_edge_npus_are_compared_on_the_dense_basis():
     assert orin["tops_w"] == pytest.approx(orin["printed_tops_w"] / 2)
     assert tpu["dense"] == tpu["peak"] and tpu["tops_w"] == tpu["printed_tops_w"]
     assert rows["Apple M4 Neural Engine"]["dense"] is None
+
+
+def test_the_sm_diagram_draws_the_catalogs_sm_count():
+    import matplotlib
+    matplotlib.use("Agg")
+    from x4lib.book import diagram_parts
+    from x4lib.catalog import specs
+    from x4lib.pages import ch01_memory
+    ax = ch01_memory.draw_sm("h100-sxm")
+    n_sm = specs.get("h100-sxm").peak_basis["units"]
+    assert any(f"One SM of the {n_sm} on" in t for t in diagram_parts.texts(ax))
+    assert diagram_parts.overlapping_texts(ax) == []

@@ -1,12 +1,14 @@
-"""The book's own tooling: the claims checker and its MyST reader, the bibliography, tables, plots and the jupytext
-pairs.
+"""The book's own tooling: the claims checker and its MyST reader, the bibliography, tables, plots, the diagrams drawn
+from the models and the jupytext pairs.
 
 Used by: Every page (tables and figures) and `make test` (claims, pairs).
 
-Modules: ``claims``, ``myst_blocks``, ``bib``, ``tables``, ``plots``, ``nbtools``, ``kernel_waits``, ``spanish``, ``diagrams_parallel``. Each is imported on first use
+Modules: ``claims``, ``myst_blocks``, ``bib``, ``tables``, ``plots``, ``nbtools``, ``kernel_waits``, ``spanish``,
+``diagram_parts``, ``diagrams_chip``, ``diagrams_network``, ``diagrams_parallel``. Each is imported on first use
 (``x4lib.book.<module>``).
 """
 from x4lib._lazy import submodules
 
-__all__ = ["claims", "myst_blocks", "bib", "tables", "plots", "nbtools", "kernel_waits", "spanish", "diagrams_parallel"]
+__all__ = ["claims", "myst_blocks", "bib", "tables", "plots", "nbtools", "kernel_waits", "spanish", "diagram_parts",
+           "diagrams_chip", "diagrams_network", "diagrams_parallel"]
 __getattr__, __dir__ = submodules(__name__, __all__)

@@ -156,3 +156,12 @@ def littles_law_table():
     return table(rows, {"load": "one load in flight per warp of", "per_sm": Col("bytes in flight per SM", "KiB", "{:,.1f}"),
                         "warps": Col("warps needed per SM", fmt="{:,.1f}"),
                         "occ": Col("occupancy needed", fmt="{:.0%}")})
+
+
+def draw_sm(device_id: str = "h100-sxm"):
+    """The SM and memory-hierarchy diagram (``x4lib.book.diagrams_chip.sm_hierarchy``) of a catalog GPU: SM count,
+    Tensor Core clock and HBM from the catalog, the per-SM limits and cache figures from the H100 facts (compute
+    capability 9.0). Returns the Axes."""
+    from x4lib.book import diagram_parts, diagrams_chip
+    _, ax = diagram_parts.new_axes()
+    return diagrams_chip.sm_hierarchy(ax, specs.get(device_id), facts.group("h100_sm"), facts.group("h100_memory"))
