@@ -156,7 +156,7 @@ def train_run(params: float) -> mfu.Run:
 
 
 @functools.lru_cache(maxsize=128)
-def _planned(device_id: str, params: float, chips: int):
+def planned(device_id: str, params: float, chips: int):
     """The planner's fastest layout that fits (None: nothing fits), or the PlanError that says why it cannot plan."""
     r = train_run(params)
     model = planner.Model(params, r.layers, r.d_model, r.heads, r.kv_heads, r.seq_len, r.ffn, r.gated_mlp, "train")
@@ -188,7 +188,7 @@ def train(dev, params, tokens, chips, objective="speed"):
     if per_chip > cap:
         nums["chips_needed_for_state"] = math.ceil(params * TRAIN_BYTES_PER_PARAM / cap)
         return 0.0, "memory capacity", nums
-    plan = _planned(dev.id, params, chips)
+    plan = planned(dev.id, params, chips)
     if isinstance(plan, planner.Plan):
         tok_s_chip = plan.tokens_per_s / chips
         nums.update({"basis": "planner", "layout": plan.layout.label(), "mfu": plan.mfu,
