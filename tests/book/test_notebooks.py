@@ -38,8 +38,8 @@ def test_lab_notebooks_carry_the_rendering_of_their_reference_run(md):
     params = nbtools.lab_parameters(md.stem)
     assert params["measure_here"] is False
     run = nbtools.reference_run(md.stem)
-    if run is not None:
-        assert run.name.startswith("h100-") and (run / "results.json").is_file()
+    assert run is not None and "h100" in run.name and (run / "results.json").is_file()
+    assert params["run_dir"] == str(run.relative_to(nbtools.BOOK))
 
 
 #: a float literal in an output (1.5, -2.25e-05, 3e+12; not part of a word, a version or a hex address)

@@ -60,10 +60,10 @@ def _chosen(cmd: str, what: str, labs: bool, stems: list[str] | None) -> list[tu
     return [(stem, md) for stem, md in pages.items() if not stems or stem in stems]
 
 
-#: lab page → (runs folder under book/runs, the device prefix of the run its committed notebook renders). A lab
-#: without committed runs of its own renders with no run (its page then draws only committed data, measuring
-#: nothing).
-REFERENCE_RUNS = {"lab-00-roofline": ("lab00", "h100-"), "lab-01-collectives": ("lab01", "h100-"),
+#: lab page → (runs folder under book/runs, the name prefix of the run its committed notebook renders: the H100's)
+REFERENCE_RUNS = {"lab-00-roofline": ("lab00", "h100-"),
+                  # a real 2-node H100 nccl-tests log, imported with `runners lab01 --import-log` (tests/data/nccl)
+                  "lab-01-collectives": ("lab01", "cluster-2x8-nvidia-h100-"),
                   "lab-02-calibrate": ("lab02", "h100-")}
 
 
