@@ -28,7 +28,14 @@ def _flat(r) -> dict:
                                         "ridge_bf16_flop_per_byte", "ridge_fp8_flop_per_byte", "bf16_tflops_per_w",
                                         "scaleup_bw_gb_s_per_direction", "scaleup_domain_chips",
                                         "scaleout_bw_gb_s_per_direction")},
-            "conversions": "; ".join(conv) if conv else "none"}
+            "conversions": "; ".join(conv) if conv else "none"} | _sram(r)
+
+
+def _sram(r) -> dict:
+    """A wafer-scale or LPU machine keeps its memory on chip: its memory cell says so, in MB, from the catalog."""
+    if r["kind"] not in ("wafer-scale", "lpu"):
+        return {}
+    return {"memory_gb": f"SRAM only: {r['values']['memory_gb']['value'] * 1e3:,.0f} MB"}
 
 
 def _memory_text(v) -> str:
