@@ -31,14 +31,17 @@ def test_lab_notebooks_carry_the_rendering_of_their_reference_run(md):
     """A lab notebook reads on GitHub: it is committed executed, without errors, against the lab's committed
     reference run (``nbtools render-labs``), never measuring the machine that rendered it; nbval ignores it
     (pyproject's --ignore-glob), so a machine-dependent digit in it fails nothing."""
+    run = nbtools.reference_run(md.stem)
     nb = nbformat.read(nbtools.notebook_for(md), as_version=4)
     code = [c for c in nb.cells if c.cell_type == "code"]
+    if run is None:  # no committed run of our own to render (Lab 01 today): no outputs rather than this machine's
+        assert all(not c.outputs for c in code)
+        pytest.skip(f"{md.stem} has no committed reference run yet: committed without outputs")
     assert code and all(c.execution_count is not None for c in code), "run `nbtools render-labs`"
     assert not any(o.get("output_type") == "error" for c in code for o in c.outputs)
     params = nbtools.lab_parameters(md.stem)
     assert params["measure_here"] is False
-    run = nbtools.reference_run(md.stem)
-    assert run is not None and "h100" in run.name and (run / "results.json").is_file()
+    assert "h100" in run.name and (run / "results.json").is_file()
     assert params["run_dir"] == str(run.relative_to(nbtools.BOOK))
 
 
