@@ -26,3 +26,18 @@ def test_a_page_glues_each_spanish_number_under_its_own_key():
 ])
 def test_formatted_is_the_spanish_twin_of_the_english_format(value, spec, text):
     assert spanish.formatted(value, spec) == text
+
+
+def test_a_page_glues_the_spanish_twin_of_what_it_already_glued(monkeypatch):
+    import myst_nb
+
+    from x4lib import pages
+    glued = {}
+    monkeypatch.setattr(myst_nb, "glue", lambda name, value, display=True: glued.__setitem__(name, value))
+    monkeypatch.setattr(pages, "GLUED", {})
+    pages.glue("days", 12.04, display=False)
+    pages.glue("flop", 5.88e24, display=False)
+    assert pages.glue_spanish({"days": 1, "flop": "e2"}) == {"days_es": "12,0", "flop_es": "5,88 × 10²⁴"}
+    assert glued["days_es"] == "12,0" and glued["days"] == 12.04
+    with pytest.raises(KeyError, match="not glued yet: mfu"):
+        pages.glue_spanish({"mfu": 0})
