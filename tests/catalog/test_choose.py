@@ -12,13 +12,24 @@ def _by(doc):
     return {c["device"]: c for c in doc["ranking"]}
 
 
-def test_train_is_decided_by_compute_and_orders_by_bf16_peak():
+def test_train_ranks_by_the_planner_not_by_peak_times_one_mfu():
     doc = choose.rank("train", devices=["h100-sxm", "b200", "a100-sxm-80gb"])
     assert [c["device"] for c in doc["ranking"]] == ["b200", "h100-sxm", "a100-sxm-80gb"]
     assert {c["deciding_constraint"] for c in doc["ranking"]} == {"compute"}
-    b = _by(doc)["h100-sxm"]["numbers"]
-    # 6·N·D / (n · P · u), in days
-    assert b["days"] == pytest.approx(6 * 70e9 * 1.4e12 / (1024 * 989.4e12 * 0.4) / 86400, rel=1e-3)
+    by = _by(doc)
+    assert {c["numbers"]["basis"] for c in doc["ranking"]} == {"planner"}
+    # the planner's MFU differs per chip (an A100 keeps more of its smaller peak than a B200)
+    assert by["a100-sxm-80gb"]["numbers"]["mfu"] > by["b200"]["numbers"]["mfu"]
+    h = by["h100-sxm"]["numbers"]
+    assert h["days"] == pytest.approx(1.4e12 / (h["tokens_per_s_per_chip"] * 1024) / 86400)
+    assert h["tokens_per_s_per_chip"] == pytest.approx(989.4e12 * h["mfu"] / (6 * 70e9), rel=1e-6)
+
+
+def test_train_without_an_achievable_model_is_not_ranked_on_its_datasheet():
+    doc = choose.rank("train", devices=["gb200", "mi355x", "mi325x"])
+    assert [c["device"] for c in doc["ranking"]] == ["gb200", "mi325x"]
+    assert _by(doc)["mi325x"]["numbers"]["basis"] == "achievable compute"
+    assert "no achievable-rate model" in doc["assumptions"]["not_ranked"][0]["why"]
 
 
 def test_train_on_few_chips_is_ruled_out_by_memory():

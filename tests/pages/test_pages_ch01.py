@@ -52,6 +52,19 @@ def test_predictions_stretch_compute_bound_time_by_utilisation():
     assert np.isfinite([r["time_us"] for r in page.fallback_rows()]).all()
 
 
+def test_the_static_explorer_puts_a_planned_clock_back_to_the_shipping_clock():
+    from x4lib.compute import roofline as rl
+    roof, clock = page.shipping_roof("gaudi3", "bf16")
+    # Intel's peak assumes a planned 1750 MHz MME clock; shipping cards report 1600 MHz (x4lib/data/matmul.yaml)
+    assert roof.peak_flop_per_s == pytest.approx(rl.for_device("gaudi3", "bf16").peak_flop_per_s * 1600 / 1750)
+    assert clock.startswith("shipping 1,600 MHz")
+    assert page.shipping_roof("h100-sxm", "bf16") == (rl.for_device("h100-sxm", "bf16"), "vendor's clock")
+    rows = {(r["device"], r["case"]): r for r in page.fallback_rows()}
+    g = rows[("gaudi3", "training matmul")]
+    assert g["clock"].startswith("shipping") and g["time_us"] == pytest.approx(
+        page.predict("gaudi3", "bf16", 4096, 4096, 4096).time_s * 1e6)
+
+
 def test_peak_summary_separates_checks_that_can_fail_from_clocks_solved_from_the_figure():
     s = page.peak_summary()
     assert s["reproduce"] == s["reproduce_independent"] + s["reproduce_solved"]

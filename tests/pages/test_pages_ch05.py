@@ -16,3 +16,11 @@ def test_tables_stay_small_and_have_no_python_repr():
         text = t.to_text()
         assert "{'" not in text and "None" not in text
     assert len(ch05.compute_table().compact) <= 20
+
+
+def test_an_sram_machine_shows_its_sram_never_zero_gb_of_hbm():
+    rows = {r["device"]: r for r in (ch05._flat(x) for x in ch05.landscape.table())}
+    assert rows["groq-lpu"]["memory_gb"] == "SRAM only: 230 MB"
+    assert rows["wse-3"]["memory_gb"] == "SRAM only: 44,000 MB"
+    full = ch05.compute_table().full.to_text()
+    assert "SRAM only: 230 MB" in full and "SRAM only: 44,000 MB" in full

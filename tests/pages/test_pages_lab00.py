@@ -177,3 +177,13 @@ def test_a_long_gap_table_shows_a_compact_view_and_every_row_collapsed():
     shown = page.gap_table(committed, None, max_rows=5)
     assert isinstance(shown, TableWithDetails) and len(shown.full) == len(rows)
     assert 0 < len(shown.compact) <= 5
+
+
+def test_the_extra_columns_exercise_says_what_the_model_prints():
+    """Lab 00's exercise ex-lab00-model: the wider matmul gains on the H100 (its tiles fill the last wave) and
+    loses on the B200; the solution's prose says so, so the model must keep saying it."""
+    from x4lib.compute import matmul
+    rate = {(d, n): matmul.predict(d, "bf16", 4096, n, 8192).rate_flop_per_s
+            for d in ("h100-sxm", "b200") for n in (4096, 4224)}
+    assert rate[("h100-sxm", 4224)] > rate[("h100-sxm", 4096)]
+    assert rate[("b200", 4224)] < rate[("b200", 4096)]

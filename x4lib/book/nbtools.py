@@ -4,9 +4,14 @@
     python -m x4lib.book.nbtools check     # exit 1 if any pair differs (used by the tests)
     python -m x4lib.book.nbtools refresh [STEM ...]   # sync, then re-execute the theory notebooks (or those named,
                                                       # e.g. 01-cpu-vs-gpu-vs-tpu-vs-trn1) in place
+    python -m x4lib.book.nbtools render-labs [STEM ...]   # sync, then execute the lab notebooks against their
+                                                          # committed reference runs, in place
 
 book/*.md is the source of truth (../shared/guides/stack.md: never `--sync` on mtimes).
-Lab notebooks (``lab-*``) are kept without outputs: their outputs are one machine's measurements.
+Lab notebooks (``lab-*``) carry the outputs of rendering the committed reference run of a named device
+(:data:`REFERENCE_RUNS`: the newest H100 run of the lab under book/runs/), never a measurement of the machine that
+renders them, so they read on GitHub and every machine renders the same page; nbval does not compare them (the
+tests run them under papermill with quick parameters instead). ``sync`` keeps those outputs.
 """
 from __future__ import annotations
 
@@ -40,17 +45,74 @@ def sync() -> None:
         r = _jupytext(*args, "--to", "ipynb", "-o", str(nb), str(md))
         if r.returncode:
             raise SystemExit(f"jupytext failed on {md.name}: {r.stderr.strip()}")
-        if md.stem.startswith("lab-"):
-            _strip_outputs(nb)
 
 
-def _strip_outputs(nb_path: Path) -> None:
+def _chosen(cmd: str, what: str, labs: bool, stems: list[str] | None) -> list[tuple[str, Path]]:
+    """Sync, then the (stem, .md) pairs of the labs (or the theory pages) named, all of them when none is named;
+    a stem of the other kind: one line on stderr, exit 2."""
+    sync()
+    pages = {md.stem: md for md in paired_sources() if md.stem.startswith("lab-") == labs}
+    unknown = sorted(set(stems or ()) - set(pages))
+    if unknown:
+        print(f"nbtools {cmd}: not {what}: {', '.join(unknown)} (one of: {', '.join(sorted(pages))})",
+              file=sys.stderr)
+        raise SystemExit(2)
+    return [(stem, md) for stem, md in pages.items() if not stems or stem in stems]
+
+
+#: lab page → (runs folder under book/runs, the name prefix of the run its committed notebook renders: the H100's)
+REFERENCE_RUNS = {"lab-00-roofline": ("lab00", "h100-"),
+                  # no committed Lab 01 run of our own yet (its page's "Measured: ours" must not show someone
+                  # else's log): its notebook stays without outputs until `runners lab01 --profile cluster-2x8` runs
+                  "lab-01-collectives": None,
+                  "lab-02-calibrate": ("lab02", "h100-")}
+
+
+def reference_run(stem: str) -> Path | None:
+    """The committed run a lab notebook is rendered from: the newest of the named device (run ids sort by time);
+    None for a lab without one."""
+    if REFERENCE_RUNS[stem] is None:
+        return None
+    folder, prefix = REFERENCE_RUNS[stem]
+    runs = sorted(p for p in (BOOK / "runs" / folder).glob(prefix + "*") if (p / "results.json").is_file())
+    return runs[-1] if runs else None
+
+
+def lab_parameters(stem: str) -> dict:
+    """The papermill parameters of a lab's committed rendering: its reference run, nothing measured here."""
+    run = reference_run(stem)
+    return {"run_dir": str(run.relative_to(BOOK)) if run else "", "measure_here": False, "quick": False}
+
+
+def render_labs(stems: list[str] | None = None) -> None:
+    """Execute each lab notebook (kernel in book/, as the book build and the runners do) with its parameters
+    cell set to :func:`lab_parameters`, and keep the outputs in the paired notebook. The parameters cell's source
+    stays as the .md has it (the pair stays in sync); it has no output of its own."""
     import nbformat
-    nb = nbformat.read(nb_path, as_version=4)
-    for cell in nb.cells:
-        if cell.cell_type == "code":
-            cell.outputs, cell.execution_count = [], None
-    nbformat.write(nb, nb_path)
+    from nbclient import NotebookClient
+
+    from x4lib.book.kernel_waits import sliced_kernel_waits
+    for stem, md in _chosen("render-labs", "a lab page", True, stems):
+        if reference_run(stem) is None:
+            print(f"not rendered: {md.stem} has no committed reference run (its notebook keeps no outputs)")
+            continue
+        nb_path = notebook_for(md)
+        nb = nbformat.read(nb_path, as_version=4)
+        params = [c for c in nb.cells if c.cell_type == "code" and "parameters" in c.metadata.get("tags", [])]
+        if len(params) != 1:
+            raise SystemExit(f"{md.name}: expected one cell tagged parameters, found {len(params)}")
+        original = params[0].source
+        params[0].source = original + "\n# rendered by nbtools render-labs\n" + "\n".join(
+            f"{k} = {v!r}" for k, v in lab_parameters(stem).items())
+        try:
+            with sliced_kernel_waits():
+                NotebookClient(nb, timeout=600, kernel_name="python3",
+                               resources={"metadata": {"path": str(BOOK)}}).execute()
+        finally:
+            params[0].source = original
+        params[0].outputs = []
+        nbformat.write(nb, nb_path)
+        print(f"rendered {nb_path.relative_to(ROOT)} from {lab_parameters(stem)['run_dir'] or 'no run'}")
 
 
 def diff(md: Path) -> str:
@@ -69,16 +131,7 @@ def refresh(stems: list[str] | None = None) -> None:
     from nbclient import NotebookClient
 
     from x4lib.book.kernel_waits import sliced_kernel_waits
-    sync()
-    theory = {md.stem: md for md in paired_sources() if not md.stem.startswith("lab-")}
-    unknown = sorted(set(stems or ()) - set(theory))
-    if unknown:
-        print(f"nbtools refresh: not a theory page: {', '.join(unknown)} (one of: {', '.join(sorted(theory))})",
-              file=sys.stderr)
-        raise SystemExit(2)
-    for stem, md in theory.items():
-        if stems and stem not in stems:
-            continue
+    for stem, md in _chosen("refresh", "a theory page", False, stems):
         nb_path = notebook_for(md)
         nb = nbformat.read(nb_path, as_version=4)
         with sliced_kernel_waits():
@@ -94,13 +147,16 @@ def main(argv: list[str]) -> int:
         sync()
     elif cmd == "refresh":
         refresh(argv[1:])
+    elif cmd == "render-labs":
+        render_labs(argv[1:])
     elif cmd == "check":
         bad = {md.name: d for md in paired_sources() if (d := diff(md))}
         for name, d in bad.items():
             print(f"{name} and its notebook differ:\n{d}\n", file=sys.stderr)
         return 1 if bad else 0
     else:
-        print("usage: python -m x4lib.book.nbtools {sync|check|refresh [STEM ...]}", file=sys.stderr)
+        print("usage: python -m x4lib.book.nbtools {sync|check|refresh [STEM ...]|render-labs [STEM ...]}",
+              file=sys.stderr)
         return 2
     return 0
 

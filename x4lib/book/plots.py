@@ -109,11 +109,16 @@ def roofline(ax, roofs: Sequence[rl.Roofline], intensity_range=(0.1, 3000.0), ma
     return ax
 
 
-def days_vs_gpus(ax, curves: Iterable[tuple[str, Sequence[int], Sequence[float]]], marker=None):
-    """Model prediction of wall-clock days against GPU count, one line per (label, gpus, days).
-    ``marker`` = (gpus, days, label) highlights one scenario."""
-    for label, gpus, days in curves:
-        ax.loglog(gpus, days, label=text(label))
+def days_vs_gpus(ax, curves: Iterable[tuple[str, Sequence[int], Sequence[float]]], marker=None, reference=None):
+    """Model prediction of wall-clock days against GPU count, one line per (label, gpus, days), each with its own
+    marker so that two lines that meet stay visible. ``marker`` = (gpus, days, label) highlights one scenario;
+    ``reference`` = (label, gpus, days) is drawn grey and dotted (e.g. perfect scaling, for comparison)."""
+    shapes = ("o", "s", "^", "D", "v", "P")
+    for i, (label, gpus, days) in enumerate(curves):
+        ax.loglog(gpus, days, marker=shapes[i % len(shapes)], markersize=5, label=text(label))
+    if reference:
+        lab, gpus, days = reference
+        ax.loglog(gpus, days, linestyle=":", color="0.45", linewidth=1.2, label=text(lab))
     if marker:
         g, d, lab = marker
         ax.plot([g], [d], "o", color="black", markersize=6, label=text(lab))

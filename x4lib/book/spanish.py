@@ -6,6 +6,7 @@ number in both languages. Used in: every chapter's Spanish summary.
 """
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 
 
@@ -34,3 +35,26 @@ def numbers(values: Mapping[str, float], decimals: Mapping[str, int]) -> dict[st
     if missing:
         raise KeyError(f"no value named {', '.join(missing)}")
     return {f"{key}_es": number(values[key], places) for key, places in decimals.items()}
+
+
+def formatted(value: float, spec: int | str) -> str:
+    """``value`` the Spanish way under a small format ``spec``, the Spanish twin of the English prose's format:
+    an int N (or "N") → :func:`number` with N decimals (``.Nf``); "+N" → the same with its sign always written
+    (``+.Nf``); "eN" → N decimals of the mantissa times a power of ten (``.Ne``: "5,88 × 10²⁴"); "gN" → N
+    significant digits (``.Ng``). ``formatted(2.5e-7, "e1") == "2,5 × 10⁻⁷"``."""
+    spec = str(spec)
+    if spec.startswith("+"):
+        text = number(value, int(spec[1:]))
+        return text if text.startswith("-") or not text.strip("0,") else "+" + text
+    if spec.startswith("e"):
+        mantissa, _, exp = f"{float(value):.{int(spec[1:])}e}".partition("e")
+        sup = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
+        return f"{number(float(mantissa), int(spec[1:]))} × 10{str(int(exp)).translate(sup)}"
+    if spec.startswith("g"):
+        digits = int(spec[1:])
+        if float(value) == 0:
+            return "0"
+        decimals = digits - 1 - math.floor(math.log10(abs(float(value))))
+        text = number(round(float(value), decimals), max(0, decimals))
+        return text.rstrip("0").rstrip(",") if "," in text else text
+    return number(value, int(spec))

@@ -2,9 +2,15 @@
 
 Four workloads, each built from the book's existing models (no new physics here):
 
-    train      a dense model of N parameters on n chips, tokens D, MFU u (x4lib.training.memory, chapter 00's 6·N·D):
+    train      a dense model of N parameters (chapter 00's 70B shape, x4lib.training.mfu.quiz_run) on n chips, D tokens:
                state per chip  M = 16 B · N / n  (BF16 weights and gradients, FP32 master and Adam, ZeRO-3)
-               time            t = 6·N·D / (n · P_bf16 · u)           score: training tokens/s per chip = D / (t·n)
+               rate            the planner's fastest layout that fits (x4lib.training.planner: GEMMs at the achievable
+                               rate of x4lib.compute.matmul, attention, element-wise work, exposed communication and
+                               the pipeline bubble) where the planner has a collective model for the chip; otherwise
+                               the achievable compute alone (x4lib.training.mfu.compute_terms on the matmul model;
+                               communication not modelled, an upper bound); a chip with neither is not ranked
+                               (peak × one assumed MFU would rank it on its datasheet alone)
+               score: training tokens/s per chip; days = D / (n · score)
     serve      a model decoded at a latency target τ per output token (x4lib.serving.inference.decode_step):
                the largest batch B with t_step(B) ≤ τ and weights + KV(B) ≤ usable memory
                score: generated tokens/s per chip = B / t_step(B)
@@ -22,18 +28,20 @@ Used in: book/05-the-accelerator-landscape-2026.md.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 
 from x4lib.serving import inference
 from x4lib.catalog import landscape, specs
-from x4lib.training import memory
+from x4lib.compute import matmul
+from x4lib.training import memory, mfu, planner
 
 WORKLOADS = ("train", "serve", "retrieve", "moe-serve")
 CONSTRAINTS = ("memory capacity", "scale-up domain", "bandwidth", "compute", "price")
 
 #: the chooser's assumptions (givens, stated on the page and in every --json answer)
 DEFAULTS = {
-    "train": {"params": 70e9, "tokens": 1.4e12, "chips": 1024, "mfu": 0.4},
+    "train": {"params": 70e9, "tokens": 1.4e12, "chips": 1024},
     "serve": {"model": "mistral-7b", "context": 4096, "tpot_ms": 20.0, "weight_dtype": "bf16"},
     "retrieve": {"model": "mixtral-8x7b", "context": 32768, "answer_tokens": 256, "mfu": 0.5,
                  "weight_dtype": "bf16"},
@@ -42,6 +50,10 @@ DEFAULTS = {
 WORKSPACE_FRACTION = 0.1     # memory kept free for activations, runtime and fragmentation (an assumption)
 TRAIN_BYTES_PER_PARAM = 16   # 2 + 2 + 4 + 8 (x4lib.training.memory.PRECISION_BYTES bf16 + Adam)
 MAX_BATCH = 4096
+#: how a training score was reached (the "basis" number of every train answer)
+TRAIN_BASES = {"planner": "the planner's fastest layout (achievable GEMMs, attention, element-wise work, exposed "
+                          "communication, pipeline bubble)",
+               "achievable compute": "achievable compute of the matmul model; communication not modelled (upper bound)"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -130,20 +142,69 @@ def _with_price(dev, score, why, nums, per_hour_units: float, objective: str):
     return score, why, nums
 
 
-def train(dev, params, tokens, chips, mfu, objective="speed"):
+def train_run(params: float) -> mfu.Run:
+    """Chapter 00's 70B run (x4lib.training.mfu.quiz_run) with ``params`` parameters: the same layers, width, heads,
+    sequence and batch, the MLP widened or narrowed to hold them (x4lib.training.planner.default_ffn)."""
+    r = mfu.quiz_run()
+    if params == r.params:
+        return r
+    try:
+        ffn = planner.default_ffn(params, r.layers, r.d_model, r.heads, r.kv_heads, r.gated_mlp)
+    except planner.PlanError as exc:
+        raise ValueError(f"params: {exc}") from None
+    return dataclasses.replace(r, params=params, ffn=ffn)
+
+
+@functools.lru_cache(maxsize=128)
+def planned(device_id: str, params: float, chips: int):
+    """The planner's fastest layout that fits (None: nothing fits), or the PlanError that says why it cannot plan."""
+    r = train_run(params)
+    model = planner.Model(params, r.layers, r.d_model, r.heads, r.kv_heads, r.seq_len, r.ffn, r.gated_mlp, "train")
+    try:
+        plans = planner.search(model, specs.get(device_id), chips, r.global_batch_tokens, top=1)
+    except planner.PlanError as exc:
+        return exc
+    return plans[0] if plans else None
+
+
+def achievable_compute(dev, params: float) -> tuple[float, float] | None:
+    """(achievable fraction of the BF16 peak for the run's layer work, matmul efficiency) from the matmul model,
+    or None when no matmul family covers ``dev``."""
+    try:
+        ct = mfu.compute_terms(train_run(params), dev, "bf16")
+    except matmul.NoModelError:
+        return None
+    return ct.ideal_s / (ct.matmul_s + ct.attention_s + ct.elementwise_s), ct.matmul_efficiency
+
+
+def train(dev, params, tokens, chips, objective="speed"):
     state = memory.training_plan(params, chips, zero=3)
     per_chip = state.weights_B + state.gradients_B + state.optimizer_B
     cap = usable_B(dev)
     peak = dev.peak_flop_per_s("bf16")
-    days = 6 * params * tokens / (chips * peak * mfu) / 86400
     dom = landscape.scaleup_domain(dev.id)
     nums = {"state_per_chip_gb": per_chip / 1e9, "usable_memory_gb": cap / 1e9, "peak_tflops": peak / 1e12,
-            "mfu": mfu, "days": days, "scaleup_domain_chips": dom["chips"] if dom else None}
+            "scaleup_domain_chips": dom["chips"] if dom else None}
     if per_chip > cap:
         nums["chips_needed_for_state"] = math.ceil(params * TRAIN_BYTES_PER_PARAM / cap)
         return 0.0, "memory capacity", nums
-    tok_s_chip = peak * mfu / (6 * params)
-    nums["tokens_per_s_per_chip"] = tok_s_chip
+    plan = planned(dev.id, params, chips)
+    if isinstance(plan, planner.Plan):
+        tok_s_chip = plan.tokens_per_s / chips
+        nums.update({"basis": "planner", "layout": plan.layout.label(), "mfu": plan.mfu,
+                     "matmul_efficiency": plan.matmul_efficiency, "planner_limit": plan.limit})
+    elif plan is None:
+        nums["basis"] = "planner"
+        return 0.0, "memory capacity", nums
+    else:
+        got = achievable_compute(dev, params)
+        if got is None:
+            return None, "compute", {**nums, "why_not_ranked": "no achievable-rate model: no matmul family covers "
+                                     "it and the planner cannot plan it (" + str(plan) + ")"}
+        frac, e_mm = got
+        tok_s_chip = peak * frac / (6 * params)
+        nums.update({"basis": "achievable compute", "mfu": frac, "matmul_efficiency": e_mm})
+    nums.update({"tokens_per_s_per_chip": tok_s_chip, "days": tokens / (tok_s_chip * chips) / 86400})
     return _with_price(dev, tok_s_chip, "compute", nums, tok_s_chip * 3600, objective)
 
 
@@ -238,7 +299,8 @@ def rank(workload: str, *, objective: str = "speed", include_announced: bool = F
             continue
         nums = {"status": dev.status, **nums}
         if score is None:
-            unranked.append({"device": dev.id, "why": "no dated rental price in the catalog's data"})
+            unranked.append({"device": dev.id, "why": nums.get("why_not_ranked",
+                                                               "no dated rental price in the catalog's data")})
             continue
         ranked.append(Choice(dev.id, score, why, nums))
     ranked.sort(key=lambda c: (-c.score, c.device))
@@ -250,7 +312,8 @@ def rank(workload: str, *, objective: str = "speed", include_announced: bool = F
     assumptions = {"workload": workload, "objective": objective, **a, "score_unit": units[workload],
                    "workspace_fraction": WORKSPACE_FRACTION, "include_announced": include_announced,
                    "memory_basis": "vendor's memory figure read as GB = 1e9 B, less the workspace fraction",
-                   "rates": "dense peaks from the catalog; decode steps are roofline bounds (x4lib.serving.inference)",
+                   "rates": ("training: " + "; or ".join(TRAIN_BASES.values()) if workload == "train" else
+                             "dense peaks from the catalog; decode steps are roofline bounds (x4lib.serving.inference)"),
                    "multi_chip": "bandwidth and compute add across chips of one domain; communication time is "
                                  "not modelled (an upper bound)",
                    "not_ranked": unranked}
@@ -268,7 +331,7 @@ def cli_arguments(p) -> None:
     p.add_argument("--params", type=cli.number("parameters", 1, 1e15), help="train: parameters (default 70e9)")
     p.add_argument("--tokens", type=cli.number("tokens", 1, 1e16), help="train: training tokens (default 1.4e12)")
     p.add_argument("--chips", type=cli.number("chips", 1, 1e6, integer=True), help="train: chips (default 1024)")
-    p.add_argument("--mfu", type=cli.number("MFU", 0, 1, low_open=True), help="train/retrieve: MFU in (0, 1]")
+    p.add_argument("--mfu", type=cli.number("MFU", 0, 1, low_open=True), help="retrieve: MFU of the prefill in (0, 1]")
     p.add_argument("--model", help="serve/retrieve/moe-serve: a model id of x4lib/data/models.yaml")
     p.add_argument("--context", type=cli.number("context tokens", 1, 1e7, integer=True), help="context tokens")
     p.add_argument("--tpot-ms", type=cli.number("ms per output token", 0, 1e5, low_open=True),

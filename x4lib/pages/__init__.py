@@ -23,8 +23,27 @@ def round_sig(value, digits: int = GLUE_SIGNIFICANT_DIGITS):
     return value
 
 
+#: every value this kernel glued through :func:`glue`, by name (what :func:`glue_spanish` writes the Spanish way)
+GLUED: dict = {}
+
+
 def glue(name: str, value, display: bool = True, *, digits: int = GLUE_SIGNIFICANT_DIGITS):
     """myst_nb's ``glue`` with floats rounded at the source (:func:`round_sig`). A value computed by this machine's
     floating point (a CPU matmul, an emulation's error, a fit) passes ``digits`` = what the prose shows."""
     from myst_nb import glue as myst_glue
-    return myst_glue(name, round_sig(value, digits), display=display)
+    GLUED[name] = round_sig(value, digits)
+    return myst_glue(name, GLUED[name], display=display)
+
+
+def glue_spanish(formats) -> dict:
+    """Glue ``<name>_es``, the Spanish text (x4lib.book.spanish.formatted) of each value already glued under
+    ``name``, for the page's "Resumen en español": ``formats`` maps a glued name to its spec (decimals, "+N", "eN",
+    "gN"), the twin of the English prose's format. Returns the texts glued."""
+    from x4lib.book import spanish
+    missing = sorted(set(formats) - set(GLUED))
+    if missing:
+        raise KeyError(f"not glued yet: {', '.join(missing)}")
+    texts = {f"{k}_es": spanish.formatted(GLUED[k], spec) for k, spec in formats.items()}
+    for k, v in texts.items():
+        glue(k, v, display=False)
+    return texts

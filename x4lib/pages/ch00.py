@@ -181,6 +181,21 @@ def achievable_rows(devices, dtype: str = "bf16") -> list[dict]:
     return rows
 
 
+def days_curve_planned(device: str, gpu_counts) -> list[float]:
+    """Wall-clock days of the quiz run at each GPU count at the planner's fastest layout for that count
+    (x4lib.training.planner via x4lib.catalog.choose.planned: achievable GEMMs, exposed communication, pipeline
+    bubble), so the curve bends where communication and the bubble grow; NaN where no layout fits."""
+    from x4lib.catalog import choose
+    from x4lib.training import economics, mfu
+    q, tokens = mfu.quiz_run(), economics.quiz_givens()["tokens"]
+    out = []
+    for n in gpu_counts:
+        plan = choose.planned(device, q.params, int(n))
+        out.append(tokens / plan.tokens_per_s / 86400 if plan is not None and not isinstance(plan, Exception)
+                   else float("nan"))
+    return out
+
+
 def days_curve_achievable(device: str, gpu_counts) -> list[float]:
     """Wall-clock days of the quiz run at the device's own achievable MFU (:func:`achievable_mfu`)."""
     return days_curve(device, gpu_counts, mfu=achievable_mfu(device))

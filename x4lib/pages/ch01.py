@@ -476,6 +476,7 @@ class MatmulPrediction:
     point: rl.RooflinePoint
     array: int | None
     utilisation: float | None
+    clock: str = "vendor's clock"
 
     @property
     def time_s(self) -> float:
@@ -484,26 +485,50 @@ class MatmulPrediction:
             self.utilisation else self.point.time_s
 
 
-def predict(device: str, dtype: str, m: int, n: int, k: int) -> MatmulPrediction:
-    """A matmul on a catalog device: roofline time (peak, memory) and, for a systolic device, the utilisation
-    of one of its arrays on this shape (the chip's arrays share the work; fill, drain and padding remain)."""
+def shipping_roof(device: str, dtype: str) -> tuple[rl.Roofline, str]:
+    """The device's roofline at the clock its parts ship at: where the catalog's peak assumes a *planned* clock
+    (peak_basis clock_kind "planned") and x4lib/data/matmul.yaml sources the clock shipping parts report, the peak
+    is scaled by shipping / planned (Gaudi 3: 1600 of 1750 MHz); otherwise the vendor's peak. Returns the roofline
+    and what its clock is."""
+    from x4lib.compute import matmul
     roof = rl.for_device(device, dtype)
+    dev = specs.get(device)
+    basis = dev.peak_basis
+    if not basis or basis.get("clock_kind") != "planned":
+        return roof, "vendor's clock"
+    try:
+        clk = matmul.clock_for(dev.id, roof.dtype)
+    except matmul.NoModelError:
+        clk = None
+    if clk is None or clk.kind != "shipping":
+        return roof, f"planned {basis['clock_mhz']:,.0f} MHz (no shipping clock sourced)"
+    r = clk.sustained_hz / (basis["clock_mhz"] * 1e6)
+    return (dataclasses.replace(roof, peak_flop_per_s=roof.peak_flop_per_s * r),
+            f"shipping {clk.sustained_hz / 1e6:,.0f} MHz, not the planned {basis['clock_mhz']:,.0f}")
+
+
+def predict(device: str, dtype: str, m: int, n: int, k: int) -> MatmulPrediction:
+    """A matmul on a catalog device: roofline time (peak at the shipping clock, memory) and, for a systolic device,
+    the utilisation of one of its arrays on this shape (the chip's arrays share the work; fill, drain and padding
+    remain)."""
+    roof, clock = shipping_roof(device, dtype)
     b = kernels.DTYPE_BYTES[roof.dtype]
     pt = rl.point(kernels.matmul_flop(m, n, k), kernels.matmul_bytes(m, n, k, b), roof)
     arr = SYSTOLIC_DEVICES.get(device)
     util = systolic.formula(m, n, k, arr).utilisation if arr else None
-    return MatmulPrediction(device, roof.dtype, m, n, k, pt, arr, util)
+    return MatmulPrediction(device, roof.dtype, m, n, k, pt, arr, util, clock)
 
 
 def prediction_row(p: MatmulPrediction) -> dict:
     return {"device": p.device, "dtype": p.dtype, "shape": f"{p.m}×{p.n}×{p.k}",
             "intensity": p.point.intensity_flop_per_B, "bound": p.point.bound,
-            "roofline_us": p.point.time_s * 1e6, "util": p.utilisation, "time_us": p.time_s * 1e6}
+            "roofline_us": p.point.time_s * 1e6, "util": p.utilisation, "time_us": p.time_s * 1e6, "clock": p.clock}
 
 
 _PRED_COLS = {"device": "device", "dtype": "dtype", "shape": "m×n×k", "intensity": Col("intensity", "FLOP/B", "{:,.0f}"),
               "bound": "roofline bound", "roofline_us": Col("roofline time", "µs", "{:,.1f}"),
-              "util": Col("array utilisation", fmt="{:.0%}"), "time_us": Col("with utilisation", "µs", "{:,.1f}")}
+              "util": Col("array utilisation", fmt="{:.0%}"), "time_us": Col("with utilisation", "µs", "{:,.1f}"),
+              "clock": Col("peak at", wrap=True)}
 
 
 def matmul_explorer():
@@ -523,7 +548,7 @@ def matmul_explorer():
             return
         display(table([prediction_row(p)], _PRED_COLS))
         fig, ax = plots.new_axes()
-        plots.roofline(ax, [rl.for_device(device, dtype)], intensity_range=(0.1, 1e5),
+        plots.roofline(ax, [shipping_roof(device, dtype)[0]], intensity_range=(0.1, 1e5),
                        marks={f"{m}×{n}×{k}": p.point.intensity_flop_per_B})
         plt.show()
 

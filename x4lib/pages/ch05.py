@@ -4,6 +4,7 @@ x4lib.catalog.choose; this module only arranges what the page shows."""
 from __future__ import annotations
 
 from x4lib.catalog import choose, landscape, specs
+from x4lib.book import spanish
 from x4lib.book.tables import Col, table, with_details
 
 #: the compact table: each vendor's newest shipping parts and the announced ones
@@ -27,13 +28,25 @@ def _flat(r) -> dict:
                                         "ridge_bf16_flop_per_byte", "ridge_fp8_flop_per_byte", "bf16_tflops_per_w",
                                         "scaleup_bw_gb_s_per_direction", "scaleup_domain_chips",
                                         "scaleout_bw_gb_s_per_direction")},
-            "conversions": "; ".join(conv) if conv else "none"}
+            "conversions": "; ".join(conv) if conv else "none"} | _sram(r)
+
+
+def _sram(r) -> dict:
+    """A wafer-scale or LPU machine keeps its memory on chip: its memory cell says so, in MB, from the catalog."""
+    if r["kind"] not in ("wafer-scale", "lpu"):
+        return {}
+    return {"memory_gb": f"SRAM only: {r['values']['memory_gb']['value'] * 1e3:,.0f} MB"}
+
+
+def _memory_text(v) -> str:
+    """A memory cell: GB of HBM or DRAM, or the on-chip SRAM of a machine that has no HBM (never "0 GB")."""
+    return v if isinstance(v, str) else f"{v:,.0f}"
 
 
 COMPUTE_COLS = {"device": Col("device"), "status": Col("status"),
                 "bf16_dense_tflops": Col("BF16 dense", "TFLOP/s", "{:,.0f}"),
                 "fp8_dense_tflops": Col("FP8 dense", "TFLOP/s", "{:,.0f}"),
-                "memory_gb": Col("memory", "GB", "{:,.0f}"),
+                "memory_gb": Col("memory", "GB", _memory_text),
                 "memory_bw_gb_s": Col("memory bw", "GB/s", "{:,.0f}"),
                 "ridge_bf16_flop_per_byte": Col("BF16 ridge", "FLOP/B", "{:,.0f}"),
                 "ridge_fp8_flop_per_byte": Col("FP8 ridge", "FLOP/B", "{:,.0f}"),
@@ -122,6 +135,24 @@ def chooser_table():
     return table(chooser_rows(), cols)
 
 
+def train_rows(**kw) -> list[dict]:
+    """The training ranking with how each score was reached (planner or achievable compute) and the chips that
+    are not ranked for want of an achievable-rate model."""
+    doc = choose.rank("train", **kw)
+    rows = [{"device": c["device"], "tokens": c["score"], "basis": c["numbers"]["basis"],
+             "mfu": c["numbers"]["mfu"], "days": c["numbers"]["days"], "layout": c["numbers"].get("layout", "—"),
+             "domain": c["numbers"]["scaleup_domain_chips"]} for c in doc["ranking"] if c["score"] > 0]
+    return rows + [{"device": u["device"], "basis": "not ranked: no achievable-rate model"}
+                   for u in doc["assumptions"]["not_ranked"]]
+
+
+def train_table(**kw):
+    cols = {"device": Col("device"), "tokens": Col("training tokens/s per chip", fmt="{:,.0f}"),
+            "mfu": Col("MFU", fmt="{:.1%}"), "days": Col("days", fmt="{:.1f}"), "basis": Col("basis", wrap=True),
+            "layout": Col("planner's layout"), "domain": Col("scale-up domain", "chips", "{:,.0f}")}
+    return table(train_rows(**kw), cols)
+
+
 def ranking_table(workload: str, n: int = 8, **kw):
     doc = choose.rank(workload, **kw)
     rows = [{"rank": i + 1, **c, "status": c["numbers"]["status"]} for i, c in enumerate(doc["ranking"][:n])]
@@ -135,6 +166,9 @@ def compare(a: str, b: str, workload: str) -> dict:
     """Two devices under one workload: each one's score, constraint and numbers, and the ratio."""
     doc = choose.rank(workload, devices=[a, b])
     by = {c["device"]: c for c in doc["ranking"]}
+    # a chip the workload cannot rank (training without an achievable-rate model) shows as "not ranked", score 0
+    by.update({u["device"]: {"device": u["device"], "score": 0.0, "deciding_constraint": "not ranked",
+                             "numbers": {}} for u in doc["assumptions"]["not_ranked"]})
     ca, cb = by.get(a), by.get(b)
     ratio = (ca["score"] / cb["score"]) if ca and cb and cb["score"] else None
     return {"a": ca, "b": cb, "ratio": ratio, "unit": doc["assumptions"]["score_unit"]}
@@ -247,7 +281,16 @@ def summary() -> dict:
         S[f"retrieve_{k}"] = v
     t = choose.DEFAULTS["train"]
     S.update({"train_params_b": t["params"] / 1e9, "train_tokens_t": t["tokens"] / 1e12, "train_chips": t["chips"],
-              "train_mfu_pct": t["mfu"] * 100, "workspace_pct": choose.WORKSPACE_FRACTION * 100})
+              "workspace_pct": choose.WORKSPACE_FRACTION * 100})
+    tr = {r["device"]: r for r in train_rows()}
+    S.update({"train_unranked": sum(1 for r in tr.values() if "tokens" not in r),
+              "train_gb200_mfu_pct": 100 * tr["gb200"]["mfu"], "train_h100_mfu_pct": 100 * tr["h100-sxm"]["mfu"],
+              "train_gb200_days": tr["gb200"]["days"], "train_h100_days": tr["h100-sxm"]["days"]})
+    for d in ("wse-3", "groq-lpu"):
+        dev = cat[d]
+        S[f"{d.replace('-', '_')}_sram_mb"] = dev.values["memory_gb"].value * 1e3
+    S["wse_3_memory_bw_pb_s"] = cat["wse-3"].values["memory_bw_gb_s"].value / 1e6
+    S["groq_lpu_memory_bw_tb_s"] = cat["groq-lpu"].values["memory_bw_gb_s"].value / 1e3
     ach = {a["device"]: a for a in achievable_rows()}
     m = ach["mi300x"]
     S.update({"mi300x_peak": m["peak_tflops"], "mi300x_meas": m["measured_tflops"],
@@ -263,4 +306,9 @@ def summary() -> dict:
     moe = {c["device"]: c for c in choose.rank("moe-serve")["ranking"]}
     S["moe_h100_chips_to_hold"] = moe["h100-sxm"]["numbers"]["chips_to_hold"]
     S["moe_weights_gb"] = moe["h100-sxm"]["numbers"]["weights_gb"]
+    S.update(spanish.numbers(S, {"h100_bf16_sparse_printed": 0, "h100_bf16_sparse_norm": 1,
+                                 "gaudi3_planned_clock_printed": 0, "gaudi3_planned_clock_norm": 1,
+                                 "gaudi3_shipping_mhz": 0, "n_devices": 0, "n_announced": 0, "h100_usd_pflop_h": 2,
+                                 "train_gb200_mfu_pct": 0, "train_h100_mfu_pct": 0, "choose_moe_serve_zero": 0,
+                                 "wse_3_sram_mb": 0, "groq_lpu_sram_mb": 0}))
     return S
