@@ -1,29 +1,44 @@
-"""x4lib.pages.ch02: every table, series and glue value of chapter 02 (tensor cores, formats) builds, reads as text,
-and holds finite numbers."""
+"""x4lib.pages.ch02, ch02_memory and ch02_nvlink: every table and glue value of the three chapter 02 pages builds,
+reads as text and holds finite numbers; then the tensor-core and format checks (the other two pages' own checks are in
+test_pages_ch02_memory.py and test_pages_ch02_nvlink.py)."""
 import math
 
 import pytest
 
-from x4lib.pages import ch02 as page
+from x4lib.pages import ch02 as page, ch02_memory, ch02_nvlink
 
-TABLES = ["tensor_core_table", "peak_table", "format_table", "block_table", "error_table", "format_value_table"]
-NUMBERS = ["tensor_numbers", "format_numbers", "error_numbers", "scaling_numbers"]
+TABLES = [(page, n) for n in ("tensor_core_table", "peak_table", "format_table", "block_table", "error_table",
+                              "format_value_table")]
+TABLES += [(ch02_memory, n) for n in ("hbm_table", "kv_table", "decode_table", "training_fit_table",
+                                      "inference_fit_table", "variant_table", "variant_cost_table", "mig_profile_table",
+                                      "mig_configs_table")]
+TABLES += [(ch02_nvlink, n) for n in ("nvlink_table", "dgx_table", "allgather_table")]
+NUMBERS = [(page, n) for n in ("tensor_numbers", "format_numbers", "error_numbers", "scaling_numbers")]
+NUMBERS += [(ch02_memory, n) for n in ("decode_numbers", "memory_numbers", "variant_numbers")]
+NUMBERS += [(ch02_nvlink, "nvlink_numbers")]
 
 
-@pytest.mark.parametrize("name", TABLES)
-def test_tables_build_without_reprs_and_stay_short(name):
-    t = getattr(page, name)()
+def assert_table_reads(t) -> None:
     cells = [c for row in t.rows for c in row]
     assert 0 < len(t) <= 20
     assert not [c for c in cells if c.lower() in ("nan", "none", "true", "false") or "np." in c]
 
 
-@pytest.mark.parametrize("name", NUMBERS)
-def test_glue_values_are_finite_numbers_or_text(name):
-    for key, v in getattr(page, name)().items():
+def assert_glue_values(values: dict) -> None:
+    for key, v in values.items():
         assert isinstance(v, (int, float, str)), (key, v)
         if isinstance(v, float):
             assert math.isfinite(v), key
+
+
+@pytest.mark.parametrize("module, name", TABLES, ids=[f"{m.__name__.split('.')[-1]}.{n}" for m, n in TABLES])
+def test_tables_build_without_reprs_and_stay_short(module, name):
+    assert_table_reads(getattr(module, name)())
+
+
+@pytest.mark.parametrize("module, name", NUMBERS, ids=[f"{m.__name__.split('.')[-1]}.{n}" for m, n in NUMBERS])
+def test_glue_values_are_finite_numbers_or_text(module, name):
+    assert_glue_values(getattr(module, name)())
 
 
 def test_peaks_rebuild_the_datasheet_where_a_basis_exists():

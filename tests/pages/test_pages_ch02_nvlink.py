@@ -1,26 +1,12 @@
-"""x4lib.pages.ch02_nvlink: the NVLink chapter's tables and glue values build, read as text, hold finite numbers, and
-keep per-direction and bidirectional figures apart."""
-import math
-
+"""x4lib.pages.ch02_nvlink: the NVLink chapter keeps per-direction and bidirectional figures apart, and its all-gather
+times follow the bytes gathered (its tables and glue values are checked in test_pages_ch02.py)."""
 import pytest
 
 from x4lib.pages import ch02_nvlink as page
 
 
-@pytest.mark.parametrize("name", ["nvlink_table", "dgx_table", "allgather_table"])
-def test_tables_build_without_reprs_and_stay_short(name):
-    t = getattr(page, name)()
-    cells = [c for row in t.rows for c in row]
-    assert 0 < len(t) <= 20
-    assert not [c for c in cells if c.lower() in ("nan", "none", "true", "false") or "np." in c]
-
-
-def test_glue_values_are_finite_and_bidirectional_is_twice_per_direction():
+def test_bidirectional_is_twice_per_direction_and_spreading_costs_time():
     n = page.nvlink_numbers()
-    for key, v in n.items():
-        assert isinstance(v, (int, float, str)), (key, v)
-        if isinstance(v, float):
-            assert math.isfinite(v), key
     for gen in (3, 4, 5):
         assert n[f"nv{gen}_gpu_bidir"] == pytest.approx(2 * n[f"nv{gen}_gpu_dir"])
     assert n["ag_spread_ms"] > n["ag_inside_ms"]
