@@ -97,7 +97,7 @@ def report():
 
 def test_every_page_with_an_explorer_is_found():
     pages = {m for m, _ in EXPLORERS}
-    assert {"ch00", "ch01", "ch02", "ch03", "ch04", "ch05", "capstone", "lab00", "lab01"} <= pages
+    assert {"ch00", "ch01", "ch02", "ch02_memory", "ch02_nvlink", "ch03", "ch04", "ch05", "capstone", "lab00", "lab01"} <= pages
 
 
 @pytest.mark.parametrize("explorer", [f"{m}.{f}" for m, f in EXPLORERS])

@@ -7,7 +7,7 @@ axis (NVML: creation "will fail if there is overlap with the already occupied me
 maximum instance count, and the compute slices used add up to at most 7 (the allowed starts already guarantee it,
 e.g. 2g.20gb cannot start at slice 6). Data: ``x4lib/data/mig_h100_80gb.yaml`` (profiles from a real nvidia-smi
 capture, placement semantics from NVIDIA's NVML documentation, valid configurations from NVIDIA's mig-parted).
-Used in: book/02-h100-and-h200.md.
+Used in: book/02b-memory-and-decode.md.
 """
 from __future__ import annotations
 

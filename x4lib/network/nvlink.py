@@ -8,7 +8,7 @@ link hierarchy costs a weight all-gather.
 All-gather of a model's weights (FSDP/ZeRO-3 gathers every layer's weights before using them): the collective
 models of ``x4lib.network.collectives`` (ring and hierarchical α–β models, nccl-tests' size convention, the cluster presets
 of ``x4lib.network.clusters``) predict its time inside one NVLink domain and across nodes joined by 400 Gb/s NICs. Model
-predictions, not measurements. Data: ``x4lib/data/nvlink.yaml``. Used in: book/02-h100-and-h200.md.
+predictions, not measurements. Data: ``x4lib/data/nvlink.yaml``. Used in: book/02c-nvlink-and-nvl72.md.
 """
 from __future__ import annotations
 

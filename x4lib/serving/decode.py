@@ -24,7 +24,7 @@ t₀ (a kernel's start-up and tail on the device) and t_L (the host's launch tim
 share. Mixture-of-experts and MLA models are refused (the kernel list above is a dense GQA layer's). Compared with
 ``x4lib.serving.inference.decode_step`` (the roofline bound: weights at the peak bandwidth), this is the achievable
 estimate. Sources: hazy-megakernel-2025 (kernel count), amd-maf-part1-2025 (t₀), meta-hta-launch-stats (t_L).
-Used in: book/02-h100-and-h200.md.
+Used in: book/02b-memory-and-decode.md.
 """
 from __future__ import annotations
 

@@ -20,7 +20,7 @@ The batch at which decode turns compute-bound solves F(B)/P = Q(B)/BW; with the 
 FLOP (attention's intensity is about 2·H/H_kv/b FLOP/B), that batch may not exist at long contexts. Everything here is
 a model prediction (an upper bound), not a measurement. Parameter counts are computed from the architecture
 (``x4lib/data/models.yaml``), never typed. Sources: touvron-2023-llama2, llama3-2024, jiang-2023-mistral,
-jiang-2024-mixtral, deepseek-v2-2024, deepseek-v3-repo (references.bib). Used in: book/02-h100-and-h200.md.
+jiang-2024-mixtral, deepseek-v2-2024, deepseek-v3-repo (references.bib). Used in: book/02b-memory-and-decode.md.
 """
 from __future__ import annotations
 

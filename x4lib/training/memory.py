@@ -3,7 +3,7 @@
 Mixed-precision training with Adam keeps, per parameter: the 16-bit weight (2 B) and gradient (2 B), and
 in FP32 a master copy of the weight, Adam's momentum and its variance (4 + 4 + 4 = 12 B): 16 B in all,
 before activations (Rajbhandari et al. 2020, ZeRO, section 3.1; references.bib: rajbhandari-2020).
-Used in: book/00-motivation.md; the memory plans (training state, activations, inference) in book/02-h100-and-h200.md.
+Used in: book/00-motivation.md; the memory plans (training state, activations, inference) in book/02b-memory-and-decode.md.
 """
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ def min_devices_to_hold(state_bytes: float, device_memory_B: float) -> int:
 
 
 # ------------------------------------------------------------------------------------------------------------
-# Memory plans (book/02-h100-and-h200.md): training state, activations and inference memory per GPU.
+# Memory plans (book/02b-memory-and-decode.md): training state, activations and inference memory per GPU.
 #
 # Training, per GPU, with G GPUs = d (data parallel) × t (tensor parallel) × p (pipeline parallel), N parameters:
 #     N_rank = N / (t·p)                                  each model-parallel rank holds an equal share
