@@ -59,3 +59,9 @@ def test_format_rows_round_saturate_and_show_large_integers_whole():
     assert rows["FP4 E2M1"]["stored"] == 6 and rows["FP4 E2M1"]["clipped"] == "yes"
     assert rows["BF16"]["clipped"] == "no" and rows["BF16"]["relative error"] == 0
     assert "99,840" in repr(page.format_value_table(1e5))  # BF16 keeps 8 bits of mantissa: 1e5 -> 99,840
+
+
+def test_a_format_value_keeps_its_integer_zeros():
+    from x4lib.pages.ch02 import _big
+    assert [_big(x) for x in (99840, 57344, 240.0, 0.5, 1.5e-5, 3.0e38)] == \
+        ["99,840", "57,344", "240", "0.5", "0.000015", "3e+38"]

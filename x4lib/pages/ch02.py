@@ -119,7 +119,12 @@ def tensor_numbers() -> dict:
 # ---------------------------------------------------------------------------------------------------- formats
 
 def _big(x) -> str:
-    return f"{x:.3g}" if abs(x) >= 1e6 else sig(4)(x).rstrip("0").rstrip(".")
+    """A format's value: 3 significant digits with an exponent from 10⁶, else 4 significant digits without trailing
+    decimal zeros (99,840 stays 99,840; 240.0 becomes 240)."""
+    if abs(x) >= 1e6:
+        return f"{x:.3g}"
+    text = sig(4)(x)
+    return text.rstrip("0").rstrip(".") if "." in text else text
 
 
 def format_table():
