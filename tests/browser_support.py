@@ -336,7 +336,7 @@ async ({placeholderTitle, spanishHeading, widgetMime}) => {
   }
 
   // Widgets: each embedded view script, whether the manager rendered something next to it, and the first
-  // image after it in the same section (the static fallback figure).
+  // image or table after it in the same section (the static fallback).
   const views = Array.from(document.querySelectorAll(`script[type="${widgetMime}"]`));
   const rendered = views.map((s) => {
     const box = s.parentElement;
@@ -345,14 +345,17 @@ async ({placeholderTitle, spanishHeading, widgetMime}) => {
     return {where: describe(box || s), rendered: !!w, height: r ? r.height : 0,
             error: /Error displaying widget/i.test(text(box))};
   });
-  const allImgs = Array.from(document.querySelectorAll("img"));
+  // stack.md: the static fallback is a figure or a table from the same x4lib call, after the widget's own output
+  const visuals = Array.from(document.querySelectorAll("img, table"));
   const fallbacks = views.map((s) => {
     const section = s.closest("section");
-    const next = allImgs.find((i) => (s.compareDocumentPosition(i) & Node.DOCUMENT_POSITION_FOLLOWING) &&
-                                      (!section || section.contains(i)));
+    const box = s.parentElement;
+    const next = visuals.find((i) => (s.compareDocumentPosition(i) & Node.DOCUMENT_POSITION_FOLLOWING) &&
+                                     (!section || section.contains(i)) && !(box && box.contains(i)));
+    const isTable = !!next && next.tagName === "TABLE";
     return {where: describe(s.parentElement || s), found: !!next,
-            src: next ? next.getAttribute("src") : null,
-            loaded: !!next && next.complete && next.naturalWidth > 0,
+            src: next ? (isTable ? "a table" : next.getAttribute("src")) : null,
+            loaded: !!next && (isTable ? next.rows.length > 1 : next.complete && next.naturalWidth > 0),
             inFigure: !!next && !!next.closest("figure")};
   });
 

@@ -219,7 +219,8 @@ def test_theory_chapters_have_english_text_and_spanish_summary(page_reports):
 
 
 def test_widget_pages_show_their_static_fallback_figure(page_reports):
-    """The static book cannot run the explorers' callbacks: a loaded figure must follow each widget (stack.md)."""
+    """The static book cannot run the explorers' callbacks: a loaded figure or a table must follow each widget in its
+    section (stack.md: a static fallback, table or figure, from the same x4lib call)."""
     widget_pages = [r for r in _loaded(page_reports) if r.widget_views]
     if not widget_pages:
         pytest.skip("no page has ipywidgets output")
@@ -227,7 +228,7 @@ def test_widget_pages_show_their_static_fallback_figure(page_reports):
     for r in widget_pages:
         for fb in r.widget_fallbacks:
             if not fb["found"]:
-                bad.append(f"{r.name}: no image after the widget {fb['where']} in its section")
+                bad.append(f"{r.name}: no figure or table after the widget {fb['where']} in its section")
             elif not fb["loaded"]:
                 bad.append(f"{r.name}: the fallback image {fb['src']} after {fb['where']} did not load")
     _fail_if(bad, "static fallbacks of the widgets")

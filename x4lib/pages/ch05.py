@@ -150,7 +150,10 @@ def train_table(**kw):
     cols = {"device": Col("device"), "tokens": Col("training tokens/s per chip", fmt="{:,.0f}"),
             "mfu": Col("MFU", fmt="{:.1%}"), "days": Col("days", fmt="{:.1f}"), "basis": Col("basis", wrap=True),
             "layout": Col("planner's layout"), "domain": Col("scale-up domain", "chips", "{:,.0f}")}
-    return table(train_rows(**kw), cols)
+    rows = train_rows(**kw)
+    ranked = [r for r in rows if "tokens" in r]
+    return with_details(table(ranked, cols), table(rows, cols),
+                        f"All {len(rows)} chips, with the {len(rows) - len(ranked)} not ranked for want of a model")
 
 
 def ranking_table(workload: str, n: int = 8, **kw):
