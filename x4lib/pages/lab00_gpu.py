@@ -286,7 +286,8 @@ def mechanism_rows(runs) -> list[dict]:
     out = []
     for run in runs:
         b, f = sustained_clock(run, "bf16"), sustained_clock(run, "fp8_e4m3")
-        out.append({"device": run.device["detected_name"], "floor_bf16": host_floor_us(run, "bf16"),
+        out.append({"device": run.device["detected_name"], "swept": run.results["started_utc"][:10],
+                    "floor_bf16": host_floor_us(run, "bf16"),
                     "floor_fp8": host_floor_us(run, "fp8_e4m3"), "clock_bf16": b, "clock_fp8": f,
                     "drop": 100 * (1 - f / b)})
     return out
@@ -302,7 +303,8 @@ def mechanism_model_rows(runs) -> list[dict]:
             tg = matmul.target(cat, dt, exclude={cat})
             pc = matmul_floors.power_limited_clock(cat, dt, exclude={cat})
             meas = sustained_clock(run, dt)
-            out.append({"device": cat, "dtype": dt, "api": tg.api, "floor": host_floor_us(run, dt),
+            out.append({"device": cat, "swept": run.results["started_utc"][:10], "dtype": dt, "api": tg.api,
+                        "floor": host_floor_us(run, dt),
                         "floor_model": tg.floor_s * 1e6, "clock": meas,
                         "clock_model": pc[0] / 1e6 if pc else None,
                         "clock_err": 100 * (pc[0] / 1e6 / meas - 1) if pc else None})
@@ -311,7 +313,7 @@ def mechanism_model_rows(runs) -> list[dict]:
 
 def mechanism_model_table(runs):
     return table(mechanism_model_rows(runs), {
-        "device": "device", "dtype": "dtype", "api": "timing API",
+        "device": "device", "swept": "swept (UTC)", "dtype": "dtype", "api": "timing API",
         "floor": Col("least time per call, measured", unit="µs", fmt="{:.1f}"),
         "floor_model": Col("model's floor, this device held out", unit="µs", fmt="{:.1f}"),
         "clock": Col("sustained SM clock, measured", unit="MHz", fmt="{:,.0f}"),
@@ -327,7 +329,7 @@ def sglang_fp8_error() -> float:
 
 def mechanism_table(runs):
     return table(mechanism_rows(runs), {
-        "device": "GPU (as detected)", "floor_bf16": Col("least time per call, BF16", unit="µs", fmt="{:.1f}"),
+        "device": "GPU (as detected)", "swept": "swept (UTC)", "floor_bf16": Col("least time per call, BF16", unit="µs", fmt="{:.1f}"),
         "floor_fp8": Col("least time per call, FP8", unit="µs", fmt="{:.1f}"),
         "clock_bf16": Col("sustained SM clock, BF16", unit="MHz", fmt="{:,.0f}"),
         "clock_fp8": Col("sustained SM clock, FP8", unit="MHz", fmt="{:,.0f}"),
