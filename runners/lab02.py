@@ -82,12 +82,14 @@ def _section(torch, shape: dict, dtype: str, threads: int, tdev: str, params: di
     from x4lib.harness import layer_bench as lb
     w, r = params["warmup"], params["repeats"]
     ops = lb.measure_layer(torch, shape, tdev, dtype, w, r, progress=bar)
+    # the whole layer as the training runs it: mixed precision (FP32 weights, autocast) when the ops are 16-bit
+    ops += lb.measure_layer_as_trained(torch, shape, tdev, dtype if dtype in ("bf16", "fp16") else None, w, r)
     ops.append(lb.measure_optimizer(torch, shape, tdev, w, r))
     ops.append(lb.measure_overhead(torch, tdev, w, r))
     ops.append(lb.measure_copy(torch, params["copy_elements"], tdev, w, r))
     if link:
         ops.append(lb.measure_loopback(params["loopback_bytes"], r))
-    bar.update(4)
+    bar.update(6)
     return {"shape": shape, "dtype": dtype, "threads": threads, "ops": ops}
 
 
@@ -110,7 +112,7 @@ def measure(ctx):
     if tdev == "cpu":
         torch.set_num_threads(threads)  # as each DDP rank of the check (one thread per rank)
     started = rundir.utc_now()
-    n_ops = 2 * 12 + 8 + 4
+    n_ops = 2 * 12 + 8 + 6
     with ctx.progress(n_ops + (2 if check else 0), f"lab02 {shape['model']}") as bar:
         layer = _section(torch, shape, params["dtype"], threads, tdev, params, tdev == "cpu", bar)
         doc_check = None
@@ -118,6 +120,9 @@ def measure(ctx):
             cshape = {k: check[k] for k in ("layers", "hidden", "heads", "kv_heads", "ffn", "seq", "micro_batch")}
             cshape.update(tp=1, vocab=0, model="check")
             cal = _section(torch, cshape, "fp32", 1, tdev, params, True, bar)
+            # what the ranks cost each other on this host's shared cores, caches and memory, measured apart
+            cal["ops"] += [lb.measure_concurrent(n, cshape, params["warmup"], params["repeats"])
+                           for n in check["ranks"] if n > 1]
             training = []
             for n in check["ranks"]:
                 bar.set_postfix_str(f"DDP over gloo, {n} process(es)")

@@ -68,6 +68,18 @@ def test_a_tiny_layer_times_every_op_and_the_real_model_runs():
     assert layer(torch.randn(2, 8, 32)).shape == (2, 8, 32)
 
 
+def test_the_whole_layer_is_timed_as_the_training_runs_it_and_leaves_no_gradient_behind():
+    import torch
+    torch.set_num_threads(1)
+    cfg = {"hidden": 32, "heads": 4, "kv_heads": 2, "ffn": 64, "seq": 8, "micro_batch": 2, "tp": 1}
+    rows = layer_bench.measure_layer_as_trained(torch, cfg, "cpu", None, 1, 2)
+    assert [(r["op"], r["kind"], r["pass"], r["amp"]) for r in rows] == [("layer", "layer", "fwd", "none"),
+                                                                         ("layer", "layer", "fwd+bwd", "none")]
+    assert all(r["status"] == "ok" and len(r["times_s"]) == 2 for r in rows)
+    amp = layer_bench.measure_layer_as_trained(torch, cfg, "cpu", "bf16", 0, 1)  # CPU autocast runs BF16 too
+    assert all(r["status"] == "ok" and r["amp"] == "bf16" for r in amp)
+
+
 def _committed():
     from x4lib.harness import runs
     return runs.committed_dirs("lab02")

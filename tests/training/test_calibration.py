@@ -70,12 +70,50 @@ def test_the_calibration_recovers_the_synthetic_rates():
     assert cal.layer_s == pytest.approx(gemm_s + 3e-4 + cal.layer_elementwise_s)
 
 
+def test_the_whole_layer_as_trained_is_the_prediction_and_the_glue_is_what_no_op_measures():
+    """A ``layer`` row (harness method 3) replaces the ops' sum in the step; the difference is the glue, per pass."""
+    sec = synthetic_section()
+    ops_cal = calibration.calibrate(sec, DEVICE, "cpu")
+    assert ops_cal.as_trained is None and ops_cal.glue is None and ops_cal.layer_s == ops_cal.ops_layer_s
+    fwd, fb = ops_cal.ops_forward_s * 1.1, ops_cal.ops_layer_s * 1.2  # the real layer: 10 % more forward, 20 % in all
+    sec["ops"] += [{"op": "layer", "kind": "layer", "pass": p, "count": 1, "amp": "none", "status": "ok",
+                    "times_s": [t], "cpu_times_s": [t]} for p, t in (("fwd", fwd), ("fwd+bwd", fb))]
+    cal = calibration.calibrate(sec, DEVICE, "cpu")
+    assert cal.layer_s == pytest.approx(fb) and cal.layer_forward_s == pytest.approx(fwd)
+    assert cal.ops_layer_s == pytest.approx(ops_cal.ops_layer_s)
+    assert cal.glue["fwd_s"] == pytest.approx(0.1 * ops_cal.ops_forward_s)
+    assert cal.glue["fwd_s"] + cal.glue["bwd_s"] == pytest.approx(0.2 * ops_cal.ops_layer_s)
+    assert cal.glue["share"] == pytest.approx(0.2 / 1.2)
+    step = calibration.predict_dp_step(cal, 4, 1, ddp=False)
+    assert step.forward_s == pytest.approx(4 * fwd) and step.forward_s + step.backward_s == pytest.approx(4 * fb)
+
+
+def test_element_wise_ops_keep_their_own_time_at_the_calibrated_shape():
+    """One line through ops of different kernel counts fits none: the layer sums each op's measured time."""
+    sec = synthetic_section()
+    for r in sec["ops"]:
+        if r["op"] == "rmsnorm":
+            r["times_s"] = r["cpu_times_s"] = [3 * r["times_s"][0]]  # an unfused op: three times the ideal bytes
+    cal = calibration.calibrate(sec, DEVICE, "cpu")
+    measured = sum(r["count"] * r["time_s"] for r in cal.elementwise_rows if r["pass"] == "fwd+bwd")
+    assert cal.layer_elementwise_s == pytest.approx(measured)
+    assert any(abs(r["fitted_s"] / r["time_s"] - 1) > 0.1 for r in cal.elementwise_rows)
+
+
 def test_the_dp_step_adds_the_ring_allreduce_over_the_link():
     cal = calibration.calibrate(synthetic_section(), DEVICE, "cpu")
+    alone = calibration.predict_dp_step(cal, 3, 1, ddp=False)
+    assert alone.allreduce_s == 0 and alone.ddp_copies_s == 0
+    assert alone.step_s == pytest.approx(3 * cal.layer_s + 3 * layer_bench.layer_params(SHAPE) * OPT)
     one, two = calibration.predict_dp_step(cal, 3, 1), calibration.predict_dp_step(cal, 3, 2)
-    assert one.allreduce_s == 0 and one.step_s == pytest.approx(3 * cal.layer_s + 3 * layer_bench.layer_params(SHAPE) * OPT)
     grads_B = 3 * layer_bench.layer_params(SHAPE) * 4
     assert two.allreduce_s == pytest.approx(2 * (2 - 1) / 2 * grads_B / 1e9)  # ring: 2(n-1)/n · S / B
+    # DDP's passes over the gradients at the copy bandwidth (1e9 B/s here): into the buckets and back (4 G read +
+    # written) on one process; the ring's additions (3 G (n-1)/n) with a peer
+    assert one.ddp_copies_s == pytest.approx(4 * grads_B / 1e9)
+    assert two.ddp_copies_s == pytest.approx((4 + 1.5) * grads_B / 1e9)
+    assert two.step_s == pytest.approx(alone.step_s + two.allreduce_s + two.ddp_copies_s)
+    assert two.terms()["backward"] == pytest.approx(two.backward_s + two.allreduce_s + two.ddp_copies_s)
 
 
 def test_a_failed_op_or_a_missing_clock_refuses_to_calibrate():

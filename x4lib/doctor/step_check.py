@@ -30,7 +30,7 @@ def diagnose_lab02(results: Mapping, name: str = "results.json",
     cal = calibration.calibrate(results["check"]["calibration"], results["device"], clock)
     found = []
     for tr in results["check"]["training"]:
-        pred = calibration.predict_dp_step(cal, results["check"]["layers"], tr["ranks_n"]).terms()
+        pred = calibration.predict_check(cal, results["check"], tr["ranks_n"]).terms()
         meas = calibration.measured_step(tr, clock)
         row = {"ranks": tr["ranks_n"], "measured": meas, "predicted": pred}
         ev = [Evidence(name, None, line) for line in term_lines(row)]

@@ -18,6 +18,12 @@ d = h/a, kv key/value heads, MLP width f, sequence s and micro-batch b, its matr
     optimizer    torch.optim.AdamW step over the layer's parameters on this rank
     overhead     one tiny kernel (an add on one element), per call
     copy         dst.copy_(src) on a large buffer (2·N·bytes moved per call)
+    layer        the whole layer as the training runs it (:func:`measure_layer_as_trained`): FP32 weights and an
+                 FP32 residual stream, under ``torch.autocast`` when the training is mixed precision, forward and
+                 forward+backward; what it takes beyond the ops above is the glue between them (casts of the
+                 weights and their gradients, norms and residual adds at FP32 width, gradient sums where a tensor
+                 feeds two ops); on a CPU also run at the same time in n processes (:func:`measure_concurrent`):
+                 what ranks sharing one host's cores, caches and memory cost each other
     loopback     (CPU only) bytes through a TCP socket to this same process, the link of ranks on one host
 
 Every row keeps the shape and the raw per-repeat times; rates, fits and predictions are derived when a page is
@@ -40,7 +46,8 @@ from pathlib import Path
 
 from x4lib.harness import bench
 
-METHOD_VERSION = 2  # 2: attention timed from the QKV output as the layer runs it (layout copies included)
+METHOD_VERSION = 3  # 2: attention timed from the QKV output as the layer runs it (layout copies included);
+#                     3: the whole layer timed as the training runs it (:func:`measure_layer_as_trained`)
 DIMS = ("hidden", "heads", "kv_heads", "ffn", "seq", "micro_batch", "tp")
 #: GEMMs of one layer: name -> how many of that shape
 GEMM_COUNT = {"qkv": 1, "o": 1, "gate_up": 2, "down": 1}
@@ -161,7 +168,10 @@ def time_calls(fn, torch, device: str, warmup: int, repeats: int) -> dict:
     for _ in range(warmup):
         fn()
     wall, cpu = [], []
+    before = getattr(fn, "before", None)  # untimed work before each timed call (a cache flush)
     for _ in range(repeats):
+        if before:
+            before()
         c0, t0 = time.process_time(), time.perf_counter()
         fn()
         t1, c1 = time.perf_counter(), time.process_time()
@@ -201,6 +211,10 @@ def _guard(base: dict, build, torch, device: str, warmup: int, repeats: int) -> 
 #: inputs in a cache the real model's step would have evicted (stas00: flush the cache between iterations)
 ROTATE_B = 8 * 2**20
 MAX_SETS = 8
+#: on a CPU the whole layer is timed after writing this many bytes elsewhere: between two visits of a layer a
+#: training step runs the other layers and the optimizer, which evict it from the last-level cache (32 MiB on the
+#: machine building the book); on a GPU the real layers are larger than the L2 by themselves
+FLUSH_B = 64 * 2**20
 
 
 def _sets(set_B: int) -> int:
@@ -276,6 +290,95 @@ def measure_layer(torch, cfg: dict, device: str, dtype: str, warmup: int, repeat
                                device, warmup, repeats))
             tick()
     return rows
+
+
+def measure_layer_as_trained(torch, cfg: dict, device: str, amp: str | None, warmup: int, repeats: int,
+                             seed: int = 0) -> list[dict]:
+    """The whole layer as :func:`train_single` and :func:`train_rank` train it: FP32 weights, an FP32 input (the
+    residual stream) that needs its gradient, forward under ``torch.autocast(amp)`` when ``amp`` is set (mixed
+    precision) and the backward of an FP32 upstream gradient to the input and every weight. The backward runs
+    through ``torch.autograd.grad`` so that repeats do not accumulate into ``.grad`` (a training step with
+    ``zero_grad(set_to_none=True)`` does not either). Rows ``layer fwd`` and ``layer fwd+bwd``."""
+    check_dims(cfg)
+    base = {"op": "layer", "kind": "layer", "count": 1, "amp": amp or "none"}
+
+    def build(backward: bool):
+        def make():
+            torch.manual_seed(seed)
+            layer = make_layer_class(torch)(cfg).to(device)
+            params = list(layer.parameters())
+            gen = torch.Generator(device=device).manual_seed(seed)
+            x = torch.randn(cfg["micro_batch"], cfg["seq"], cfg["hidden"], device=device, generator=gen)
+            x.requires_grad_(True)
+            dy = torch.randn(x.shape, device=device, generator=gen)
+            amp_dt = _dtype(torch, amp) if amp else None
+
+            def fwd():
+                with torch.autocast(device_type=device, dtype=amp_dt or torch.float32, enabled=amp_dt is not None):
+                    return layer(x)
+            call = (lambda: torch.autograd.grad(fwd(), [x] + params, dy)) if backward else fwd
+            if device == "cpu":  # a training step evicts the layer from the caches before it comes back to it
+                flush = torch.empty(FLUSH_B // 4)
+                timed = call
+                call = lambda: timed()  # noqa: E731 — a function object that can carry the flush
+                call.before = lambda: flush.fill_(1.0)
+            return call
+        return make
+    return [_guard({**base, "pass": pas}, build(pas == "fwd+bwd"), torch, device, warmup, repeats)
+            for pas in ("fwd", "fwd+bwd")]
+
+
+def _concurrent_worker(rank: int, world: int, port: int, cfg: dict, warmup: int, repeats: int, out_dir: str) -> None:
+    """One process of :func:`measure_concurrent` (module-level so torch.multiprocessing can pickle it by name)."""
+    import datetime
+
+    import torch
+    import torch.distributed as dist
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank), WORLD_SIZE=str(world))
+    if sys.platform.startswith("linux"):
+        os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", rank=rank, world_size=world, timeout=datetime.timedelta(seconds=300))
+    try:
+        torch.manual_seed(0)
+        layer = make_layer_class(torch)(cfg)
+        params = list(layer.parameters())
+        x = torch.randn(cfg["micro_batch"], cfg["seq"], cfg["hidden"], requires_grad=True)
+        dy = torch.randn(x.shape)
+        wall, cpu = [], []
+        flush = torch.empty(FLUSH_B // 4)
+        for i in range(warmup + repeats):
+            flush.fill_(1.0)  # as measure_layer_as_trained: the layer comes back to caches a step has evicted
+            dist.barrier()  # the processes run the layer at the same time, as the ranks of the check do
+            c0, t0 = time.process_time(), time.perf_counter()
+            torch.autograd.grad(layer(x), [x] + params, dy)
+            t1, c1 = time.perf_counter(), time.process_time()
+            if i >= warmup:
+                wall.append(t1 - t0)
+                cpu.append(c1 - c0)
+        Path(out_dir, f"rank{rank}.json").write_text(json.dumps({"times_s": wall, "cpu_times_s": cpu}))
+    finally:
+        dist.destroy_process_group()
+
+
+def measure_concurrent(n: int, cfg: dict, warmup: int, repeats: int) -> dict:
+    """The whole layer (FP32, forward + backward, one thread) run at the same time in ``n`` processes of this CPU, no
+    communication between them: per repeat the slowest process's time. Against the same layer alone it measures what
+    ranks on one host cost each other through the cores, caches and memory they share (row ``layer fwd+bwd`` with
+    ``concurrent`` = n)."""
+    import tempfile
+
+    import torch.multiprocessing as mp
+    row = {"op": "layer", "kind": "layer", "pass": "fwd+bwd", "count": 1, "amp": "none", "concurrent": n}
+    with tempfile.TemporaryDirectory(prefix="lab02-concurrent-") as tmp:
+        try:
+            mp.spawn(_concurrent_worker, args=(n, free_port(), cfg, warmup, repeats, tmp), nprocs=n, join=True)
+        except mp.ProcessRaisedException as exc:
+            last = [ln for ln in str(exc).strip().splitlines() if ln.strip()][-1]
+            return {**row, "status": "error", "error": last[:200]}
+        ranks = [json.loads(Path(tmp, f"rank{r}.json").read_text()) for r in range(n)]
+    return {**row, "status": "ok", **{k: [max(r[k][i] for r in ranks) for i in range(repeats)]
+                                      for k in ("times_s", "cpu_times_s")}}
 
 
 def param_shapes(cfg: dict) -> list[tuple[int, ...]]:

@@ -73,7 +73,12 @@ def term_rows(c: cal_mod.Calibration) -> list[dict]:
             ("copy bandwidth", t["copy_Bps"] / 1e9, "GB/s")]
     if t["link_Bps"]:
         rows.append(("loopback TCP link", t["link_Bps"] / 1e9, "GB/s"))
-    rows.append(("one layer, forward + backward", t["layer_s"] * 1e3, "ms"))
+    rows.append(("one layer's ops, forward + backward (their sum)", t["ops_layer_s"] * 1e3, "ms"))
+    if c.as_trained:
+        rows.append(("one layer as trained, forward + backward", t["layer_s"] * 1e3, "ms"))
+        rows.append(("glue: the whole layer beyond its ops", 100 * c.glue["share"], "%"))
+    rows += [(f"{n} processes at once: the layer's time against alone", k, "×")
+             for n, k in sorted(c.contention.items())]
     return [{"term": a, "value": b, "unit": u} for a, b, u in rows]
 
 

@@ -12,8 +12,14 @@ one transformer layer. From them (the clock: wall time, or on a CPU the process'
     copy          bandwidth [B/s]             2·N·4 B / t
     link          (CPU) loopback TCP [B/s]    the link of gloo ranks on one host
 
-The layer's step on one rank is the sum of its measured terms (every GEMM at its real shape, attention, the
-element-wise ops at the fitted bytes/s), the optimizer step per parameter, and the network term of data
+The layer's step on one rank is the whole layer timed as the training runs it (a ``layer`` row, harness method 3:
+FP32 weights and residual stream under autocast), or, in older runs without it, the sum of its measured ops (every
+GEMM, attention and element-wise op at its real shape); then the optimizer step per parameter, and the network term
+of data parallelism. The ops' sum is kept beside the whole layer: the difference, :attr:`Calibration.glue`, is what
+no op measures (mixed precision's casts of the weights and their gradients, norms and residual adds at FP32 width,
+gradient sums where a tensor feeds two ops). The fitted element-wise bytes/s carries the element-wise rate to the
+cluster; at the calibrated shape the ops' own times are used, since one line through ops of one to ten kernels each
+fits none of them well. The network term of data
 parallelism: the gradients' ring AllReduce (x4lib.network.collectives.alpha_beta_time_s) over the measured link
 (CPU check) or, at scale, the planner's collectives on the cluster's links (chapter 03, Lab 01's NCCL model).
 
@@ -113,6 +119,14 @@ class Calibration:
     optimizer_s_per_param: float
     copy_Bps: float
     link_Bps: float | None
+    #: the whole layer as the training runs it (``fwd_s``, ``bwd_s``, ``amp``), or None (a run before method 3)
+    as_trained: Mapping | None = None
+    #: processes on one host -> how much longer the whole layer takes when that many run it at once (CPU runs)
+    contention: Mapping = dataclasses.field(default_factory=dict)
+
+    def slowdown(self, ranks: int) -> float:
+        """The measured contention factor of ``ranks`` processes on this host (1 for one process or unmeasured)."""
+        return self.contention.get(ranks, 1.0) if ranks > 1 else 1.0
 
     @property
     def layer_gemm_s(self) -> float:
@@ -120,18 +134,40 @@ class Calibration:
 
     @property
     def layer_elementwise_s(self) -> float:
-        return sum(r["count"] * r["fitted_s"] for r in self.elementwise_rows if r["pass"] == "fwd+bwd")
+        """The element-wise ops of one layer, forward + backward, each at its measured time [s]."""
+        return sum(r["count"] * r["time_s"] for r in self.elementwise_rows if r["pass"] == "fwd+bwd")
 
     @property
-    def layer_s(self) -> float:
-        """One layer, one micro-batch, forward + backward, on one rank [s]."""
+    def ops_layer_s(self) -> float:
+        """The sum of the layer's measured ops, forward + backward [s]."""
         return self.layer_gemm_s + self.attention["fwd_s"] + self.attention["bwd_s"] + self.layer_elementwise_s
 
     @property
-    def layer_forward_s(self) -> float:
-        fwd_el = sum(r["count"] * r["fitted_s"] for r in self.elementwise_rows if r["pass"] == "fwd")
+    def ops_forward_s(self) -> float:
+        fwd_el = sum(r["count"] * r["time_s"] for r in self.elementwise_rows if r["pass"] == "fwd")
         return sum(r["count"] * r["time_s"] for r in self.gemm_rows if r["pass"] == "fwd") + \
             self.attention["fwd_s"] + fwd_el
+
+    @property
+    def layer_s(self) -> float:
+        """One layer, one micro-batch, forward + backward, on one rank [s]: as trained where measured, else the
+        sum of the ops."""
+        if self.as_trained:
+            return self.as_trained["fwd_s"] + self.as_trained["bwd_s"]
+        return self.ops_layer_s
+
+    @property
+    def layer_forward_s(self) -> float:
+        return self.as_trained["fwd_s"] if self.as_trained else self.ops_forward_s
+
+    @property
+    def glue(self) -> dict | None:
+        """What the whole layer takes beyond its ops, forward and backward [s] (None without a ``layer`` row)."""
+        if not self.as_trained:
+            return None
+        fwd = self.as_trained["fwd_s"] - self.ops_forward_s
+        return {"fwd_s": fwd, "bwd_s": self.layer_s - self.ops_layer_s - fwd,
+                "share": (self.layer_s - self.ops_layer_s) / self.layer_s}
 
     @property
     def matmul_efficiency(self) -> float | None:
@@ -153,7 +189,8 @@ class Calibration:
                 "elementwise_Bps": self.elementwise_fit.rate, "elementwise_overhead_s": self.elementwise_fit.intercept_s,
                 "overhead_per_kernel_s": self.overhead_per_kernel_s,
                 "optimizer_s_per_param": self.optimizer_s_per_param, "copy_Bps": self.copy_Bps,
-                "link_Bps": self.link_Bps, "layer_s": self.layer_s}
+                "link_Bps": self.link_Bps, "layer_s": self.layer_s, "ops_layer_s": self.ops_layer_s,
+                "glue_share": self.glue["share"] if self.glue else None}
 
 
 def cpu_peak_flop_per_s(device: Mapping, dtype: str, threads: int) -> float | None:
@@ -188,7 +225,7 @@ def calibrate(section: Mapping, device: Mapping, clock: str) -> Calibration:
         raise CalibrationError("this run has no CPU-clock times (a GPU run): use the wall clock")
     dtype, size = section["dtype"], DTYPE_BYTES.get(section["dtype"], 4)
     peak = device_peak_flop_per_s(device, dtype, section.get("threads", 1))
-    by = {(r["op"], r["pass"]): r for r in ok}
+    by = {(r["op"], r["pass"]): r for r in ok if "concurrent" not in r}
     gemms = [r for r in ok if r["kind"] == "matmul"]
     flops = [2.0 * r["m"] * r["n"] * r["k"] for r in gemms]
     gt = [_stat(r, clock) for r in gemms]
@@ -206,6 +243,12 @@ def calibrate(section: Mapping, device: Mapping, clock: str) -> Calibration:
     att_f, att_fb = _stat(by[("attention", "fwd")], clock), _stat(by[("attention", "fwd+bwd")], clock)
     ov, opt, cp = by[("tiny_add", "fwd")], by[("adamw", "step")], by[("copy", "fwd")]
     link = by.get(("loopback_tcp", "send"))
+    whole = None
+    if ("layer", "fwd") in by and ("layer", "fwd+bwd") in by:
+        lf, lfb = _stat(by[("layer", "fwd")], clock), _stat(by[("layer", "fwd+bwd")], clock)
+        whole = {"fwd_s": lf, "bwd_s": max(0.0, lfb - lf), "amp": by[("layer", "fwd")].get("amp", "none")}
+    contention = {r["concurrent"]: _stat(r, clock) / _stat(by[("layer", "fwd+bwd")], clock)
+                  for r in ok if "concurrent" in r and ("layer", "fwd+bwd") in by}
     return Calibration(
         shape=dict(section["shape"]), dtype=dtype, clock=clock, device=device, peak_flop_per_s=peak,
         gemm_rows=gemm_rows, elementwise_rows=el_rows,
@@ -213,7 +256,8 @@ def calibrate(section: Mapping, device: Mapping, clock: str) -> Calibration:
         matmul_fit=mm, elementwise_fit=el, overhead_per_kernel_s=_stat(ov, clock) / ov["calls"],
         optimizer_s_per_param=_stat(opt, clock) / opt["params"],
         copy_Bps=2 * cp["numel"] * cp["element_bytes"] / _stat(cp, clock),
-        link_Bps=(link["size_B"] / _stat(link, clock)) if link else None)
+        link_Bps=(link["size_B"] / _stat(link, clock)) if link else None, as_trained=whole,
+        contention=contention)
 
 
 def load(run_dir: str | Path, section: str = "layer", clock: str | None = None) -> Calibration:
@@ -242,14 +286,25 @@ class StepPrediction:
     backward_s: float
     optimizer_s: float
     allreduce_s: float
+    #: DDP's passes over the gradients: into the buckets and back, and the ring's additions (:func:`ddp_bytes`)
+    ddp_copies_s: float = 0.0
 
     @property
     def step_s(self) -> float:
-        return self.forward_s + self.backward_s + self.optimizer_s + self.allreduce_s
+        return self.forward_s + self.backward_s + self.optimizer_s + self.allreduce_s + self.ddp_copies_s
 
     def terms(self) -> dict:
-        return {"forward": self.forward_s, "backward": self.backward_s + self.allreduce_s,
+        return {"forward": self.forward_s, "backward": self.backward_s + self.allreduce_s + self.ddp_copies_s,
                 "optimizer": self.optimizer_s, "step": self.step_s}
+
+
+def ddp_bytes(gradient_B: float, ranks: int) -> float:
+    """Bytes DDP moves through memory per step besides the network [B] (read + written, as the copy bandwidth counts
+    them): with ``gradient_as_bucket_view=False``, PyTorch's default, each gradient is copied into its AllReduce
+    bucket (scaled by 1/n on the way) and the reduced bucket back into the gradient, two passes of 2·G; the ring
+    AllReduce adds each chunk it receives to its own, (n−1)/n of the gradients read twice and written once. The
+    passes run at world size 1 too (the reducer does not skip them), the additions only with a peer."""
+    return 2 * 2 * gradient_B + 3 * gradient_B * (ranks - 1) / ranks
 
 
 def gradient_bytes(cal: Calibration, layers: int) -> float:
@@ -257,22 +312,32 @@ def gradient_bytes(cal: Calibration, layers: int) -> float:
     return layers * layer_bench.layer_params({**cal.shape, "tp": 1}) * DTYPE_BYTES.get(cal.dtype, 4)
 
 
-def predict_dp_step(cal: Calibration, layers: int, ranks: int, micro_batches: int = 1) -> StepPrediction:
+def predict_dp_step(cal: Calibration, layers: int, ranks: int, micro_batches: int = 1,
+                    ddp: bool = True) -> StepPrediction:
     """``layers`` calibrated layers under DDP on ``ranks`` processes of this host: forward and backward of each
-    micro-batch, the optimizer step per parameter, and the gradients' ring AllReduce over the measured loopback link
-    (no overlap assumed: one core per rank runs compute and gloo in turn)."""
+    micro-batch, the optimizer step per parameter, the gradients' ring AllReduce over the measured loopback link
+    (no overlap assumed: one core per rank runs compute and gloo in turn) and DDP's passes over the gradients at the
+    measured copy bandwidth (:func:`ddp_bytes`); the work on the host's cores slowed by the measured contention of
+    that many processes (:meth:`Calibration.slowdown`). ``ddp=False``: one process without DDP (a GPU check)."""
     from x4lib.harness import layer_bench
     from x4lib.network import collectives
-    fwd = layers * micro_batches * cal.layer_forward_s
-    bwd = layers * micro_batches * cal.layer_s - fwd
-    opt = layers * layer_bench.layer_params({**cal.shape, "tp": 1}) * cal.optimizer_s_per_param
+    k = cal.slowdown(ranks)  # ranks sharing this host's cores, caches and memory slow each other's work
+    fwd = k * layers * micro_batches * cal.layer_forward_s
+    bwd = k * layers * micro_batches * cal.layer_s - fwd
+    opt = k * layers * layer_bench.layer_params({**cal.shape, "tp": 1}) * cal.optimizer_s_per_param
     ar = 0.0
     if ranks > 1:
         if not cal.link_Bps:
             raise CalibrationError("the run has no loopback link measurement: cannot predict a gloo AllReduce")
         ar = collectives.alpha_beta_time_s("all_reduce", "ring", gradient_bytes(cal, layers), ranks, 0.0,
                                            cal.link_Bps)
-    return StepPrediction(fwd, bwd, opt, ar)
+    copies = k * ddp_bytes(gradient_bytes(cal, layers), ranks) / cal.copy_Bps if ddp else 0.0
+    return StepPrediction(fwd, bwd, opt, ar, copies)
+
+
+def predict_check(cal: Calibration, check: Mapping, ranks: int) -> StepPrediction:
+    """The prediction of a run's training check: DDP over gloo on a CPU, one process without DDP on a GPU."""
+    return predict_dp_step(cal, check["layers"], ranks, ddp=check.get("backend") == "gloo")
 
 
 def measured_step(training: Mapping, clock: str) -> dict:
@@ -302,7 +367,7 @@ def check_rows(run_dir: str | Path, clock: str | None = None) -> list[dict]:
     cal = load(run_dir, "check", clock)
     rows = []
     for tr in res["check"]["training"]:
-        pred = predict_dp_step(cal, res["check"]["layers"], tr["ranks_n"])
+        pred = predict_check(cal, res["check"], tr["ranks_n"])
         meas = measured_step(tr, clock)
         rows.append({"ranks": tr["ranks_n"], "measured_s": meas["step"], "predicted_s": pred.step_s,
                      "error": pred.step_s / meas["step"] - 1, "measured": meas, "predicted": pred.terms()})
