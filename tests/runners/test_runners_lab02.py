@@ -98,6 +98,22 @@ def test_the_lab_notebook_renders_each_committed_run(run_dir, tmp_path):
     assert "calibrated term" in text and "processes (DDP, gloo)" in text and "Traceback" not in text
 
 
+def test_the_newest_committed_cpu_check_meets_its_target():
+    """The CPU check the page shows (the newest committed CPU run, DDP over gloo on 1 and 2 processes): the calibrated
+    step within 15 % on both (issue #32). The older CPU run (2026-11-26, measured while the machine ran other work
+    at a load average near 10) stays committed and misses on 2 processes (-22 %); the live quick check of
+    tests/test_bare_pod.py varies too much on a shared 2-core machine to be held to 15 % at every run."""
+    from x4lib.training import calibration
+    cpu = [d for d in _committed() if json.loads((d / "results.json").read_text())["device"]["kind"] == "cpu"]
+    if not cpu:
+        pytest.skip("no committed CPU run of Lab 02")
+    newest = max(cpu, key=lambda d: json.loads((d / "results.json").read_text())["started_utc"])
+    rows = calibration.check_rows(newest)
+    assert [r["ranks"] for r in rows] == [1, 2]
+    for r in rows:
+        assert abs(r["error"]) <= calibration.CHECK_TARGET, (newest.name, r["ranks"], r["error"])
+
+
 def test_the_committed_gpu_check_meets_its_target():
     """The single-GPU training check of every committed GPU run: the calibrated step within 10 % (issue #32)."""
     from x4lib.training import calibration

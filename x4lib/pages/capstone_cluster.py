@@ -8,7 +8,6 @@ capstone's days use); the matmul model of Lab 00 (x4lib.compute.matmul) and x4li
 """
 from __future__ import annotations
 
-import dataclasses
 import functools
 
 from x4lib.book.tables import Col, table
