@@ -70,6 +70,10 @@ class Stack:
     param_gather_overlap: bool
     defaults: Mapping
     note: str
+    #: bytes per gradient element the data-parallel reduction moves: 2 (the 16-bit gradients), or 4 where the stack
+    #: accumulates and reduces gradients in FP32 (with its source)
+    grad_reduce_bytes: int = ELEMENT_B
+    grad_reduce_source: str = ""
 
 
 @functools.lru_cache(maxsize=2)
@@ -335,7 +339,7 @@ def step(shape: Shape, lay: Setup, dev: specs.Device, st: Stack, cluster: cluste
     bubble = (m + (lay.pp - 1) / lay.interleave) if lay.pp > 1 else m
     # ---- after the pipeline: data-parallel reduction and the optimizer
     local_params = L_stage * shape.layer_params() / t + V * h / t   # the slowest stage holds an embedding too
-    grad_B = local_params * ELEMENT_B
+    grad_B = local_params * st.grad_reduce_bytes
     dp_exp = dp_ovl = 0.0
     if lay.dp > 1:
         nodes, per = _group(lay.dp, t * cp * lay.pp, gpus_per_node)
