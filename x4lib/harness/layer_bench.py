@@ -328,8 +328,8 @@ def measure_layer_as_trained(torch, cfg: dict, device: str, amp: str | None, war
             for pas in ("fwd", "fwd+bwd")]
 
 
-def _concurrent_worker(rank: int, world: int, port: int, cfg: dict, warmup: int, repeats: int, out_dir: str) -> None:
-    """One process of :func:`measure_concurrent` (module-level so torch.multiprocessing can pickle it by name)."""
+def _gloo_init(rank: int, world: int, port: int):
+    """Join this host's gloo group as ``rank`` of ``world``, one thread; returns (torch, torch.distributed)."""
     import datetime
 
     import torch
@@ -339,6 +339,27 @@ def _concurrent_worker(rank: int, world: int, port: int, cfg: dict, warmup: int,
         os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")
     torch.set_num_threads(1)
     dist.init_process_group("gloo", rank=rank, world_size=world, timeout=datetime.timedelta(seconds=300))
+    return torch, dist
+
+
+def _spawned(worker, n: int, args: tuple, prefix: str) -> list[dict]:
+    """Run ``worker(rank, n, port, *args, out_dir)`` in ``n`` processes of this machine; every rank's JSON record.
+    A rank that raises becomes a RuntimeError with its last line."""
+    import tempfile
+
+    import torch.multiprocessing as mp
+    with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
+        try:
+            mp.spawn(worker, args=(n, free_port(), *args, tmp), nprocs=n, join=True)
+        except mp.ProcessRaisedException as exc:
+            last = [ln for ln in str(exc).strip().splitlines() if ln.strip()][-1]
+            raise RuntimeError(f"a gloo rank failed: {last}") from None
+        return [json.loads(Path(tmp, f"rank{r}.json").read_text()) for r in range(n)]
+
+
+def _concurrent_worker(rank: int, world: int, port: int, cfg: dict, warmup: int, repeats: int, out_dir: str) -> None:
+    """One process of :func:`measure_concurrent` (module-level so torch.multiprocessing can pickle it by name)."""
+    torch, dist = _gloo_init(rank, world, port)
     try:
         torch.manual_seed(0)
         layer = make_layer_class(torch)(cfg)
@@ -366,17 +387,11 @@ def measure_concurrent(n: int, cfg: dict, warmup: int, repeats: int) -> dict:
     communication between them: per repeat the slowest process's time. Against the same layer alone it measures what
     ranks on one host cost each other through the cores, caches and memory they share (row ``layer fwd+bwd`` with
     ``concurrent`` = n)."""
-    import tempfile
-
-    import torch.multiprocessing as mp
     row = {"op": "layer", "kind": "layer", "pass": "fwd+bwd", "count": 1, "amp": "none", "concurrent": n}
-    with tempfile.TemporaryDirectory(prefix="lab02-concurrent-") as tmp:
-        try:
-            mp.spawn(_concurrent_worker, args=(n, free_port(), cfg, warmup, repeats, tmp), nprocs=n, join=True)
-        except mp.ProcessRaisedException as exc:
-            last = [ln for ln in str(exc).strip().splitlines() if ln.strip()][-1]
-            return {**row, "status": "error", "error": last[:200]}
-        ranks = [json.loads(Path(tmp, f"rank{r}.json").read_text()) for r in range(n)]
+    try:
+        ranks = _spawned(_concurrent_worker, n, (cfg, warmup, repeats), "lab02-concurrent-")
+    except RuntimeError as exc:
+        return {**row, "status": "error", "error": str(exc)[:200]}
     return {**row, "status": "ok", **{k: [max(r[k][i] for r in ranks) for i in range(repeats)]
                                       for k in ("times_s", "cpu_times_s")}}
 
@@ -539,15 +554,7 @@ def train_single(torch, cfg: dict, steps: int, warmup: int, device: str = "cuda"
 
 def _train_worker(rank: int, world: int, port: int, cfg: dict, steps: int, warmup: int, out_dir: str) -> None:
     """One gloo rank (module-level so torch.multiprocessing can pickle it by name)."""
-    import datetime
-
-    import torch
-    import torch.distributed as dist
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank), WORLD_SIZE=str(world))
-    if sys.platform.startswith("linux"):
-        os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")
-    torch.set_num_threads(1)
-    dist.init_process_group("gloo", rank=rank, world_size=world, timeout=datetime.timedelta(seconds=300))
+    torch, dist = _gloo_init(rank, world, port)
     try:
         res = train_rank(torch, dist, cfg, steps, warmup)
         Path(out_dir, f"rank{rank}.json").write_text(json.dumps(res))
@@ -557,13 +564,4 @@ def _train_worker(rank: int, world: int, port: int, cfg: dict, steps: int, warmu
 
 def train_spawned(n_ranks: int, cfg: dict, steps: int, warmup: int) -> list[dict]:
     """Train the small model on ``n_ranks`` gloo processes of this machine; every rank's step times."""
-    import tempfile
-
-    import torch.multiprocessing as mp
-    with tempfile.TemporaryDirectory(prefix="lab02-ddp-") as tmp:
-        try:
-            mp.spawn(_train_worker, args=(n_ranks, free_port(), cfg, steps, warmup, tmp), nprocs=n_ranks, join=True)
-        except mp.ProcessRaisedException as exc:
-            last = [ln for ln in str(exc).strip().splitlines() if ln.strip()][-1]
-            raise RuntimeError(f"a gloo rank failed: {last}") from None
-        return [json.loads(Path(tmp, f"rank{r}.json").read_text()) for r in range(n_ranks)]
+    return _spawned(_train_worker, n_ranks, (cfg, steps, warmup), "lab02-ddp-")
