@@ -8,6 +8,7 @@ Every row here is ours, measured; nothing in it calibrates the models it is set 
 from __future__ import annotations
 
 import dataclasses
+import re
 import statistics
 
 from x4lib.book.tables import Col, table, with_details
@@ -254,19 +255,27 @@ def decode_rows() -> list[dict]:
     return decode.measured_checks()
 
 
+def _swept(run_id: str) -> str:
+    """The UTC date a run id carries (``...-20261127T053425.695Z-...`` -> 2026-11-27)."""
+    m = re.search(r"(\d{4})(\d{2})(\d{2})T\d", run_id)
+    return "-".join(m.groups()) if m else "?"
+
+
 def decode_table(rows):
-    out = [{"model": r["model"], "batch": r["batch"], "context": r["context"], "mode": r["mode"],
+    out = [{"gpu": f"{r['device']}, {_swept(r['run'])}", "model": r["model"], "batch": r["batch"],
+            "context": r["context"], "mode": r["mode"],
             "k": r["kernels_per_layer"], "meas": r["measured_s"] * 1e3, "pred": r["predicted_s"] * 1e3,
             "err": 100 * r["error"], "bound": r["bound"]} for r in rows]
-    full = table(out, {"model": "model", "batch": "batch", "context": "context", "mode": "mode",
-                       "k": Col("kernels per layer (profiler)", fmt="{:.1f}"),
+    full = table(out, {"gpu": "GPU, swept (UTC)", "model": "model", "batch": "batch", "context": "context",
+                       "mode": "mode", "k": Col("kernels per layer (profiler)", fmt="{:.1f}"),
                        "meas": Col("measured step", unit="ms", fmt="{:.2f}"),
                        "pred": Col("model", unit="ms", fmt="{:.2f}"), "err": Col("error", unit="%", fmt="{:+.0f}"),
                        "bound": "model's bound"})
     if len(out) <= 20:
         return full
-    compact = [r for r in out if r["batch"] == 1 and r["context"] == 2048 or r["batch"] == 128]
-    return with_details(table(compact, {"model": "model", "batch": "batch", "context": "context", "mode": "mode",
+    compact = [r for r in out if r["batch"] == 1 and r["context"] == 2048]
+    return with_details(table(compact, {"gpu": "GPU, swept (UTC)", "model": "model", "batch": "batch",
+                                        "context": "context", "mode": "mode",
                                         "meas": Col("measured step", unit="ms", fmt="{:.2f}"),
                                         "pred": Col("model", unit="ms", fmt="{:.2f}"),
                                         "err": Col("error", unit="%", fmt="{:+.0f}")}), full)
