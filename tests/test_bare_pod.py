@@ -6,6 +6,7 @@ nothing installed. Here the third-party packages a PyTorch image lacks are made 
 - the doctor (``python -m x4lib doctor --quick`` and ``--from FILES``): standard library, torch, numpy and
   PyYAML; no jsonschema (its schema checks are skipped with one note on stderr), no pybtex, pandas, matplotlib
   or notebook stack (``python -m x4lib`` imports a command's module only when that command runs)."""
+import json
 import subprocess
 import sys
 
@@ -95,11 +96,14 @@ def test_help_lists_every_command_on_a_bare_pod():
 
 def test_lab02_measure_only_runs_with_only_torch_and_its_cpu_check(tmp_path):
     """Lab 02's whole measuring path on a bare pod (standard library + torch): the layer calibrated with one
-    process, then the small model trained with DDP over gloo on 1 and 2 processes. The calibrated prediction of each
-    step must stay within a 40 % sanity bound, and is held to the lab's 15 % target (the process's CPU time: this
-    test runs on shared machines) as an expected failure when missed: on a shared two-core virtual machine the
-    one-process step of two quick runs a minute apart differed by a fifth, more than the target allows (the
-    two-process prediction prices DDP's gradient copies and the measured contention of two ranks on one host)."""
+    process, then the small model trained with DDP over gloo on 1 and 2 processes, then the check's calibration and
+    the training measured again (each statistic spans both windows). The calibrated prediction of each step must stay
+    within a factor of 2 of the measured one (a term missing or counted twice, a unit slip), and is held to the
+    lab's 15 % target (the process's CPU time: this test runs on shared machines) as an expected failure when
+    missed: on a shared two-core virtual machine the one-process step of two quick runs a minute apart differed by a
+    fifth, and on CI one quick calibration ran a third slower than the training after it, more than the target
+    allows. The target itself is held by tests/runners/test_runners_lab02.py on the committed CPU run the page
+    shows."""
     from x4lib.training import calibration
     r = run_bare(RUNNERS_BLOCKED, "runners", "lab02", "--profile", "local-cpu", "--quick", "--measure-only",
                  "--runs-dir", str(tmp_path))
@@ -107,13 +111,18 @@ def test_lab02_measure_only_runs_with_only_torch_and_its_cpu_check(tmp_path):
     (run_dir,) = [p.parent for p in (tmp_path / "lab02").glob("*/results.json")]
     rows = calibration.check_rows(run_dir)
     assert [row["ranks"] for row in rows] == [1, 2]
+    res = json.loads((run_dir / "results.json").read_text())
+    again = [r for r in res["check"]["calibration"]["ops"] if r.get("windows") == 2]
+    assert {(r["op"], r["pass"]) for r in again} >= {("layer", "fwd"), ("layer", "fwd+bwd"), ("adamw", "step"),
+                                                     ("copy", "fwd"), ("loopback_tcp", "send")}, again
+    assert all(t.get("windows") == 2 for t in res["check"]["training"])
 
     def says(row):
         return (f"{row['ranks']} process(es): measured {row['measured_s'] * 1e3:.1f} ms, predicted "
                 f"{row['predicted_s'] * 1e3:.1f} ms ({row['error']:+.1%}); per term measured {row['measured']}, "
                 f"predicted {row['predicted']}")
     for row in rows:
-        assert abs(row["error"]) <= calibration.CHECK_SANITY_BOUND, says(row)
+        assert calibration.within_sanity(row["error"]), says(row)
     misses = [says(row) for row in rows if abs(row["error"]) > calibration.CHECK_TARGET]
     if misses:
         pytest.xfail("outside the 15 % target (the page shows the measured error): " + "; ".join(misses))

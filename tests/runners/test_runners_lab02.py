@@ -85,6 +85,32 @@ def _committed():
     return runs.committed_dirs("lab02")
 
 
+def test_a_second_window_extends_each_matching_row_and_leaves_failures_alone():
+    ok = {"op": "layer", "kind": "layer", "pass": "fwd", "count": 1, "status": "ok", "times_s": [3.0, 2.0],
+          "cpu_times_s": [3.0, 2.0]}
+    two = {**ok, "pass": "fwd+bwd", "concurrent": 2}
+    one = {**ok, "pass": "fwd+bwd"}
+    bad = {"op": "copy", "kind": "copy", "pass": "fwd", "count": 1, "status": "error", "error": "x"}
+    later = [{**ok, "times_s": [1.0], "cpu_times_s": [1.5]}, {**two, "times_s": [9.0], "cpu_times_s": [9.0]},
+             {**bad, "status": "ok", "times_s": [1.0]}, {**one, "status": "error"}]
+    merged = layer_bench.merge_windows([ok, one, two, bad], later)
+    assert merged[0]["times_s"] == [3.0, 2.0, 1.0] and merged[0]["cpu_times_s"] == [3.0, 2.0, 1.5]
+    assert merged[0]["windows"] == 2
+    assert merged[1] == one            # its second window failed: the first stands alone
+    assert merged[2]["times_s"] == [3.0, 2.0, 9.0]  # matched by its process count, not the one-process row
+    assert merged[3] == bad            # a failure stays a failure
+    assert ok["times_s"] == [3.0, 2.0]  # the inputs are not changed
+
+
+def test_two_trainings_join_step_by_step_per_rank():
+    a = [{"rank": 0, "params": 5, "steps": [{"step_s": 1.0}]}, {"rank": 1, "params": 5, "steps": [{"step_s": 2.0}]}]
+    b = [{"rank": 1, "params": 5, "steps": [{"step_s": 4.0}]}, {"rank": 0, "params": 5, "steps": [{"step_s": 3.0}]}]
+    joined = layer_bench.join_steps(a, b)
+    assert [[s["step_s"] for s in r["steps"]] for r in joined] == [[1.0, 3.0], [2.0, 4.0]]
+    with pytest.raises(ValueError, match="different ranks"):
+        layer_bench.join_steps(a, b[:1])
+
+
 @pytest.mark.parametrize("run_dir", _committed(), ids=lambda p: p.name.split("-")[0])
 def test_the_lab_notebook_renders_each_committed_run(run_dir, tmp_path):
     """A CPU run and a GPU run both render: each check section takes the run that has it."""
@@ -98,20 +124,28 @@ def test_the_lab_notebook_renders_each_committed_run(run_dir, tmp_path):
     assert "calibrated term" in text and "processes (DDP, gloo)" in text and "Traceback" not in text
 
 
-def test_the_newest_committed_cpu_check_meets_its_target():
-    """The CPU check the page shows (the newest committed CPU run, DDP over gloo on 1 and 2 processes): the calibrated
-    step within 15 % on both (issue #32). The older CPU run (2026-11-26, measured while the machine ran other work
-    at a load average near 10) stays committed and misses on 2 processes (-22 %); the live quick check of
-    tests/test_bare_pod.py varies too much on a shared 2-core machine to be held to 15 % at every run."""
+def test_the_committed_cpu_checks_meet_their_target_on_the_median():
+    """The CPU check over the committed CPU runs of the machine the page shows (DDP over gloo on 1 and 2 processes):
+    the median error within 15 % on each (issue #32), and every run within the sanity factor. One run is not held to
+    15 %: on the shared two-core machine that built the book, full runs minutes apart scattered by about a fifth
+    either way around a median near zero (the slow and fast minutes of a shared machine, not the model: no term's
+    miss kept one sign). The older CPU run of 2026-11-26 (the ops' sum, measured while the machine ran other work)
+    stays committed and is left out, as the page leaves it out."""
+    from x4lib.harness import runs
+    from x4lib.pages import lab02 as page
     from x4lib.training import calibration
-    cpu = [d for d in _committed() if json.loads((d / "results.json").read_text())["device"]["kind"] == "cpu"]
+    loaded = [runs.load_run(d, "lab02") for d in _committed()]
+    cpu = [r for r in loaded if (r.results.get("check") or {}).get("backend") == "gloo"]
     if not cpu:
         pytest.skip("no committed CPU run of Lab 02")
-    newest = max(cpu, key=lambda d: json.loads((d / "results.json").read_text())["started_utc"])
-    rows = calibration.check_rows(newest)
-    assert [r["ranks"] for r in rows] == [1, 2]
-    for r in rows:
-        assert abs(r["error"]) <= calibration.CHECK_TARGET, (newest.name, r["ranks"], r["error"])
+    newest = max(cpu, key=lambda r: r.results["started_utc"])
+    same = page.same_machine_checks(loaded, newest)
+    assert len(same) >= 3, "the median of fewer than three runs says little"
+    summary = calibration.check_over_runs([r.path for r in same])
+    assert [s["ranks"] for s in summary] == [1, 2]
+    for s in summary:
+        assert abs(s["median"]) <= calibration.CHECK_TARGET, s
+        assert all(calibration.within_sanity(e) for e in s["errors"]), s
 
 
 def test_the_committed_gpu_check_meets_its_target():

@@ -396,6 +396,32 @@ def measure_concurrent(n: int, cfg: dict, warmup: int, repeats: int) -> dict:
                                       for k in ("times_s", "cpu_times_s")}}
 
 
+def merge_windows(rows: list[dict], again: list[dict]) -> list[dict]:
+    """``rows`` with the times of ``again`` (the same measurements repeated later) appended to each matching row
+    (same op, pass and process count): a statistic over both windows does not depend on which side of the other
+    work a slow minute of a shared machine fell. A row that failed in either window keeps its first status."""
+    def key(r):
+        return r["op"], r["pass"], r.get("concurrent")
+    later = {key(r): r for r in again if r["status"] == "ok"}
+    out = []
+    for r in rows:
+        a = later.get(key(r))
+        if r["status"] == "ok" and a is not None:
+            r = {**r, **{k: list(r[k]) + list(a[k]) for k in ("times_s", "cpu_times_s") if k in r and k in a},
+                 "windows": r.get("windows", 1) + 1}
+        out.append(r)
+    return out
+
+
+def join_steps(first: list[dict], second: list[dict]) -> list[dict]:
+    """Two trainings of the same ranks, later apart in time (:func:`train_spawned`'s results): each rank's steps of
+    the second appended to its steps of the first, so that step i of every rank is still the same step."""
+    later = {r["rank"]: r for r in second}
+    if later.keys() != {r["rank"] for r in first}:
+        raise ValueError("the two trainings ran different ranks")
+    return [{**r, "steps": list(r["steps"]) + list(later[r["rank"]]["steps"])} for r in first]
+
+
 def param_shapes(cfg: dict) -> list[tuple[int, ...]]:
     """The shapes of one layer's weights on one tensor-parallel rank (as :class:`Layer` holds them)."""
     shapes = [(n, k) for g, (m, n, k) in gemm_shapes(cfg).items() for _ in range(GEMM_COUNT[g])]

