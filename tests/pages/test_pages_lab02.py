@@ -44,3 +44,25 @@ def test_the_explorer_fallback_is_the_explorers_answer_over_the_sliders_range(ca
     assert all(b < a for a, b in zip(steps, steps[1:]))
     marks = page.efficiency_marks(cal)
     assert any(k.startswith("spec-sheet planner") for k in marks)
+
+
+def test_the_cpu_check_median_spans_the_shown_machines_runs_and_a_new_machine_has_its_own_run_only():
+    import dataclasses
+    from types import MappingProxyType
+    loaded = [runs.load_run(d, "lab02") for d in runs.committed_dirs("lab02")]
+    cpu = [r for r in loaded if (r.results.get("check") or {}).get("backend") == "gloo"]
+    if not cpu:
+        pytest.skip("no committed CPU run of Lab 02")
+    newest = cpu[-1]
+    shown = runs.PageRuns(None, tuple(loaded))
+    same = page.cpu_check_runs(shown)
+    assert newest in same and all(r.results["device"]["kind"] == "cpu" for r in same)
+    assert len(same) == len(page.same_machine_checks(loaded, newest))
+    # a reader's machine: another CPU model, its run not committed -> the median is over that run alone
+    device = {**newest.results["device"], "cpu": {**newest.results["device"]["cpu"], "model_name": "Other CPU"}}
+    mine = dataclasses.replace(newest, results=MappingProxyType({**newest.results, "device": device}),
+                               committed=False, run_id="mine")
+    alone = page.cpu_check_runs(runs.PageRuns(mine, tuple(loaded) + (mine,)))
+    assert alone == [mine]
+    summary = calibration.check_over_runs([r.path for r in alone])
+    assert [s["runs"] for s in summary] == [1, 1]

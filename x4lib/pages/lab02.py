@@ -117,10 +117,13 @@ def check_run(shown, backend: str):
 
 
 def cpu_check_runs(shown) -> list:
-    """The committed CPU runs of the machine whose CPU check the page shows: the runs the check's median is taken
-    over (:func:`same_machine_checks`)."""
+    """The runs of the machine whose CPU check the page shows, the committed ones and the run the page is drawn for
+    (:func:`same_machine_checks`): the runs the check's median is taken over. The shown run is always among them."""
     cpu = check_run(shown, "gloo")
-    return same_machine_checks(shown.committed, cpu) if cpu is not None else []
+    if cpu is None:
+        return []
+    same = same_machine_checks(shown.runs, cpu)
+    return same if any(r.path == cpu.path for r in same) else same + [cpu]
 
 
 def same_machine_checks(runs, like) -> list:
