@@ -427,6 +427,47 @@ def ground_truth_misses() -> list[dict]:
 
 
 @functools.lru_cache(maxsize=1)
+def playbook_by_nodes() -> dict:
+    """The Playbook's misses by node count (leave-one-source-out, as plan-validate scores them): per node count the
+    groups, the median error of each group's measured best layout, of every layout, and of the layouts whose tensor
+    parallelism crosses nodes; and the models whose measured best got slower from the second-largest node count to
+    the largest (error: t_predicted / t_measured − 1, negative = predicted too fast)."""
+    import statistics
+    from x4lib.training import validate
+    sc = validate.scored("playbook")
+    nodes = lambda x: x.row.gpus // x.row.gpus_per_node  # noqa: E731
+    groups: dict = {}
+    for x in sc:
+        groups.setdefault(x.row.group, []).append(x)
+    bests = [min(g, key=lambda x: x.row.measured_step_s) for g in groups.values()]
+    rows = []
+    for n in sorted({nodes(x) for x in sc}):
+        at = [x for x in sc if nodes(x) == n]
+        cross = [x.error for x in at if x.row.setup.tp > x.row.gpus_per_node]
+        rows.append({"nodes": n, "groups": sum(nodes(b) == n for b in bests),
+                     "best": statistics.median(b.error for b in bests if nodes(b) == n),
+                     "all": statistics.median(x.error for x in at),
+                     "cross": statistics.median(cross) if cross else None})
+    top, second = rows[-1]["nodes"], rows[-2]["nodes"]
+    step = {(b.row.label, nodes(b)): b.row.measured_step_s for b in bests}
+    slower = sorted({m for m, n in step if n == top and (m, second) in step and step[(m, top)] > step[(m, second)]})
+    below = [r["best"] for r in rows if r["nodes"] < top]
+    return {"rows": rows, "top": top, "second": second, "slower_models": slower,
+            "below_lo": min(below), "below_hi": max(below), "top_best": rows[-1]["best"],
+            "cross_all": statistics.median(x.error for x in sc if x.row.setup.tp > x.row.gpus_per_node)}
+
+
+def playbook_nodes_table():
+    def pct(v):
+        return "-" if v is None else f"{100 * v:+.0f}"
+    return table(playbook_by_nodes()["rows"], {
+        "nodes": "nodes (8 H100 each)", "groups": "model groups",
+        "best": Col("each group's measured best: median error", "%", pct),
+        "all": Col("every layout: median error", "%", pct),
+        "cross": Col("tensor parallelism across nodes: median error", "%", pct)})
+
+
+@functools.lru_cache(maxsize=1)
 def headline() -> dict:
     """One MFU for the 70B run on 1024 H100s: the stack model's best of every layout the planner finds that fits,
     with the spread of its leave-one-source-out residuals on the published H100 runs (MFU points), beside the
