@@ -100,7 +100,14 @@ def _check_terms(torch, cshape: dict, tdev: str, params: dict, ranks) -> list[di
     w, r = params["warmup"], params["repeats"]
     return lb.measure_layer_as_trained(torch, cshape, tdev, None, w, r) + [
         lb.measure_optimizer(torch, cshape, tdev, w, r), lb.measure_copy(torch, params["copy_elements"], tdev, w, r),
-        lb.measure_loopback(params["loopback_bytes"], r)] + [lb.measure_concurrent(n, cshape, w, r) for n in ranks if n > 1]
+        lb.measure_loopback(params["loopback_bytes"], r)] + _concurrent(cshape, params, ranks)
+
+
+def _concurrent(cshape: dict, params: dict, ranks) -> list[dict]:
+    """What the ranks cost each other on this host's shared cores, caches and memory: the layer in n processes at
+    once, for each process count above one."""
+    from x4lib.harness import layer_bench as lb
+    return [lb.measure_concurrent(n, cshape, params["warmup"], params["repeats"]) for n in ranks if n > 1]
 
 
 def _train_check(lb, bar, cshape: dict, check: dict) -> list[dict]:
@@ -139,9 +146,7 @@ def measure(ctx):
             cshape = {k: check[k] for k in ("layers", "hidden", "heads", "kv_heads", "ffn", "seq", "micro_batch")}
             cshape.update(tp=1, vocab=0, model="check")
             cal = _section(torch, cshape, "fp32", 1, tdev, params, True, bar)
-            # what the ranks cost each other on this host's shared cores, caches and memory, measured apart
-            cal["ops"] += [lb.measure_concurrent(n, cshape, params["warmup"], params["repeats"])
-                           for n in check["ranks"] if n > 1]
+            cal["ops"] += _concurrent(cshape, params, check["ranks"])
             training = _train_check(lb, bar, cshape, check)
             # calibration and training in two windows each, interleaved, and each statistic taken over both: a
             # slow minute of a shared machine falls on both sides or is outvoted, not on one side only

@@ -436,10 +436,7 @@ def playbook_by_nodes() -> dict:
     from x4lib.training import validate
     sc = validate.scored("playbook")
     nodes = lambda x: x.row.gpus // x.row.gpus_per_node  # noqa: E731
-    groups: dict = {}
-    for x in sc:
-        groups.setdefault(x.row.group, []).append(x)
-    bests = [min(g, key=lambda x: x.row.measured_step_s) for g in groups.values()]
+    bests = [min(g, key=lambda x: x.row.measured_step_s) for g in validate._groups(sc).values()]
     rows = []
     for n in sorted({nodes(x) for x in sc}):
         at = [x for x in sc if nodes(x) == n]
