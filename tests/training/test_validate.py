@@ -46,6 +46,28 @@ def test_unstated_settings_come_from_the_stack_defaults_not_the_fastest_choice()
             assert getattr(r.setup, f) == d[f], (r.row_id, f)
 
 
+def test_a_published_run_is_timed_with_the_virtual_stages_its_source_states():
+    from x4lib.training import planner
+    runs = {r["id"]: r for r in planner.published_runs()}
+    rows = {r.row_id: r for r in gt.rows("published")}
+    # NVIDIA's README configuration tables: Llama 3.1 70B VP 5, Nemotron-4 340B VP 12
+    assert rows["dgxc-llama31-70b-bf16-1024"].setup.interleave == 5
+    assert rows["dgxc-nemotron4-340b-bf16-1024"].setup.interleave == 12
+    for rid, r in rows.items():
+        stated = runs[rid]["layout"].get("interleave")
+        want = 1 if r.setup.pp == 1 else (stated or stk.document()["stacks"][r.stack.id]["defaults"]["interleave"])
+        assert r.setup.interleave == want, rid
+        assert not stated or runs[rid].get("layout_where"), f"{rid}: a stated schedule says where it was read"
+
+
+def test_the_runs_schema_refuses_zero_virtual_stages():
+    from x4lib.training import planner
+    doc = {"schema_version": 1, "runs": [json.loads(json.dumps(planner.published_runs()[0]))]}
+    doc["runs"][0]["layout"]["interleave"] = 0
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(doc, load_schema("training_runs.schema.json"))
+
+
 def test_unknown_source_is_a_lookup_error():
     with pytest.raises(LookupError, match="unknown source"):
         gt.rows("nope")

@@ -129,8 +129,9 @@ def _published_row(r: Mapping, doc: Mapping) -> Row:
                       m["seq"])
     gbs = lay["global_batch_tokens"] // m["seq"]
     micro = max(1, gbs // (lay["dp"] * val["micro_batch"]))
+    interleave = lay.get("interleave") or d["interleave"]        # stated virtual stages, else the stack's default
     setup = stk.Setup(lay["tp"], lay["pp"], lay["dp"], lay["cp"], val["zero"], val["micro_batch"], micro,
-                      val["recompute"], d["interleave"], d["sequence_parallel"] and lay["tp"] > 1)
+                      val["recompute"], interleave if lay["pp"] > 1 else 1, d["sequence_parallel"] and lay["tp"] > 1)
     dev = specs.get(r["device"])
     step = lay["global_batch_tokens"] / planner.published_tokens_per_s(r)
     return Row("published", r["id"], r["id"], m["params"], shape, setup, 8, dev, _cluster(dev.id, r["cluster"]),
