@@ -55,6 +55,21 @@ def test_the_chosen_layout_is_the_stack_models_fastest_of_those_that_fit():
     assert page.best("h100-sxm", 1024).layout != page.stack_best("h100-sxm", 1024).layout
 
 
+def test_the_stack_model_chooses_the_virtual_stages_and_only_where_the_stack_interleaves():
+    sp = page.stack_best("h100-sxm", 1024)
+    options = page.virtual_stage_options(sp.plan)
+    assert sp.interleave in options and 1 in options and len(options) > 1
+    # the fastest of the splits, each a divisor of the layers per stage
+    assert all((sp.plan.model.layers // sp.layout.pp) % v == 0 for v in options)
+    assert all(page.stack_plan(sp.plan, interleave=v).step_s >= sp.step_s for v in options)
+    assert page.stack_plan(sp.plan, interleave=1).parts_s["pipeline bubble"] > sp.parts_s["pipeline bubble"]
+    assert sp.label.endswith(f"VP{sp.interleave}") and sp.interleave > 1
+    # a stack without Megatron's schedule, or a layout without a pipeline, keeps plain 1F1B
+    assert page.virtual_stage_options(sp.plan, "megatron-deepspeed") == (1,)
+    flat = next(p for p in page._plans("h100-sxm", 1024) if p.layout.pp == 1)
+    assert page.virtual_stage_options(flat) == (1,) and page.stack_plan(flat).label == flat.layout.label()
+
+
 def test_the_breakdown_is_the_stack_models_terms_and_sums_to_its_step():
     for label, parts in page.breakdown_series():
         assert list(parts) == list(page.PARTS.values())

@@ -32,9 +32,14 @@ def test_the_rules_hold_for_the_plan_and_match_a_hand_computation(c):
     assert c["card_head_tokens_rep"] == page.batch_tokens() / c["card_head_replicas"]
     # the planner's own pick, fully sharded over 256 replicas, gets fewer tokens than ZeRO-3 needs
     assert c["card_fsdp_zero"] == 3 and c["card_fsdp_tokens_rep"] < c["card_dp_min_z3"]
-    lay = page.stack_best("h100-sxm", 1024).layout
+    sp = page.stack_best("h100-sxm", 1024)
+    lay = sp.layout
     m = page.batch_tokens() // page.model70().seq // (lay.dp * lay.micro_batch)
-    assert c["card_m"] == m and c["card_bubble_pct"] == pytest.approx(100 * (lay.pp - 1) / m)
+    assert c["card_m"] == m and c["card_plain_bubble_pct"] == pytest.approx(100 * (lay.pp - 1) / m)
+    # interleaved: v virtual stages per GPU divide the bubble (p - 1)/(v m), and v splits a stage's layers evenly
+    v = c["card_vp"]
+    assert v == sp.interleave and (page.model70().layers // lay.pp) % v == 0
+    assert c["card_bubble_pct"] == pytest.approx(100 * (lay.pp - 1) / (v * m))
 
 
 def test_goodput_is_chapter_04s_number_and_the_planners(c):

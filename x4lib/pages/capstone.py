@@ -73,10 +73,16 @@ class StackPlan:
     step: object
     step_s: float
     parts_s: Mapping
+    interleave: int = 1   # virtual pipeline stages per GPU (interleaved 1F1B); 1: plain 1F1B
 
     @property
     def layout(self) -> planner.Layout:
         return self.plan.layout
+
+    @property
+    def label(self) -> str:
+        """The planner's layout label, with the virtual stages where the pipeline is interleaved."""
+        return self.layout.label() + (f" VP{self.interleave}" if self.interleave > 1 else "")
 
     @property
     def mfu(self) -> float:
@@ -99,10 +105,27 @@ class StackPlan:
                               tokens if tokens is not None else globals()["tokens"]())
 
 
-def stack_plan(p: planner.Plan, stack_id: str = STACK_ID, interleave: int = 1) -> StackPlan:
-    """Time a planner layout with the stack model on the planner's cluster for that device and count; the pipeline
-    runs plain 1F1B unless ``interleave`` virtual stages per rank are given (the planner's search does not choose
-    them)."""
+#: stacks whose pipeline can interleave virtual stages (Megatron-LM's schedule, kept by Megatron-Core and NeMo)
+INTERLEAVING_STACKS = frozenset({"megatron-lm-2021", "megatron-lm-2022", "nemo-mcore-2024"})
+
+
+def virtual_stage_options(p: planner.Plan, stack_id: str = STACK_ID) -> tuple[int, ...]:
+    """The virtual stages per GPU a layout can run: 1, and with a pipeline on an interleaving stack every divisor of
+    the layers per stage (Megatron-Core needs the layers to divide by stages × virtual stages)."""
+    layers, pp = p.model.layers, p.layout.pp
+    if pp == 1 or layers % pp or stack_id not in INTERLEAVING_STACKS:
+        return (1,)
+    per = layers // pp
+    return tuple(v for v in range(1, per + 1) if per % v == 0)
+
+
+def stack_plan(p: planner.Plan, stack_id: str = STACK_ID, interleave: int | None = None) -> StackPlan:
+    """Time a planner layout with the stack model on the planner's cluster for that device and count. The pipeline
+    interleaves the virtual stages given, or, with ``interleave=None``, those of :func:`virtual_stage_options` that
+    the stack model times fastest (the planner's search leaves this to the stack model)."""
+    if interleave is None:
+        return min((stack_plan(p, stack_id, v) for v in virtual_stage_options(p, stack_id)),
+                   key=lambda sp: sp.step_s)
     from x4lib.training import stack as stk, validate
     m, lay = p.model, p.layout
     gbs = p.global_batch_tokens // m.seq
@@ -115,7 +138,7 @@ def stack_plan(p: planner.Plan, stack_id: str = STACK_ID, interleave: int = 1) -
     parts = {PARTS[k]: raw[k] for k in ("gemm", "attention", "memory", "kernels", "overlapped")}
     parts[PARTS["exposed"]] = sum(v for k, v in raw.items() if k.startswith("exposed "))
     parts[PARTS["pipeline bubble"]] = raw["pipeline bubble"]
-    return StackPlan(p, st, st.time_s(c), MappingProxyType(parts))
+    return StackPlan(p, st, st.time_s(c), MappingProxyType(parts), interleave)
 
 
 def stack_plan_mfu(p: planner.Plan, stack_id: str = STACK_ID) -> float:
@@ -182,7 +205,7 @@ def scale_rows(device: str = "h100-sxm", counts=COUNTS) -> list[dict]:
             continue
         t = sp.totals()
         lo, hi = mfu_range(sp.mfu)
-        rows.append({"gpus": g, "layout": sp.layout.label(), "mem": sp.plan.memory.total_B / 1e9, "mfu": sp.mfu,
+        rows.append({"gpus": g, "layout": sp.label, "mem": sp.plan.memory.total_B / 1e9, "mfu": sp.mfu,
                      "range": _range_text(100 * lo, 100 * hi, "{:.0f}") + " %",
                      "days": t.wall_clock_days, "days_lo": t.wall_clock_days * sp.mfu / hi,
                      "days_hi": t.wall_clock_days * sp.mfu / lo, "gpu_h": t.gpu_hours, "limit": sp.limit,
@@ -207,7 +230,7 @@ def breakdown_series(device: str = "h100-sxm", counts=COUNTS) -> list[tuple[str,
     for g in counts:
         sp = stack_best(device, g)
         if sp:
-            out.append((f"{g} GPUs: {sp.layout.label()}", dict(sp.parts_s)))
+            out.append((f"{g} GPUs: {sp.label}", dict(sp.parts_s)))
     return out
 
 
@@ -223,7 +246,7 @@ def device_rows(gpus=(256, 1024)) -> list[dict]:
             t = sp.totals()
             lo, hi = mfu_range(sp.mfu)
             rows.append({"device": d, "gpus": g, "mem_gb": dev.values["memory_gb"].value,
-                         "peak": dev.peak_flop_per_s("bf16") / 1e12, "layout": sp.layout.label(), "mfu": sp.mfu,
+                         "peak": dev.peak_flop_per_s("bf16") / 1e12, "layout": sp.label, "mfu": sp.mfu,
                          "range": _range_text(100 * lo, 100 * hi, "{:.0f}") + " %",
                          "fitted": d in fitted,
                          "basis": ("fitted on this chip's runs" if d in fitted else
@@ -317,7 +340,7 @@ def plan_rows(sp: StackPlan) -> list[dict]:
     p = sp.plan
     t = sp.totals()
     lo, hi = mfu_range(sp.mfu)
-    rows = [{"quantity": "layout", "value": p.layout.label()},
+    rows = [{"quantity": "layout", "value": sp.label},
             {"quantity": "memory per GPU (GB)", "value": f"{p.memory.total_B / 1e9:.1f} of {p.usable_B / 1e9:.1f}"}]
     rows += [{"quantity": f"{k} (s)", "value": f"{v:.2f}"} for k, v in sp.parts_s.items()]
     rows += [{"quantity": "step, stack model (s)", "value": f"{sp.step_s:.2f}"},
@@ -372,7 +395,7 @@ def explorer():
 
 def _fallback_row(name: str, g: int) -> dict:
     sp = stack_best("h100-sxm", g, explorer_model(name))
-    return {"model": name, "gpus": g, "layout": sp.layout.label() if sp else "none fits",
+    return {"model": name, "gpus": g, "layout": sp.label if sp else "none fits",
             "mfu": sp.mfu if sp else None, "limit": sp.limit if sp else "memory"}
 
 
@@ -496,24 +519,22 @@ def headline() -> dict:
     sp = stack_best("h100-sxm", 1024)
     top = best("h100-sxm", 1024)
     t = sp.totals()
-    return {"mfu": 100 * sp.mfu, "layout": sp.layout.label(), "planner_mfu": 100 * top.mfu,
+    return {"mfu": 100 * sp.mfu, "layout": sp.label, "planner_mfu": 100 * top.mfu,
             "planner_layout": top.layout.label(), "planner_layout_stack_mfu": 100 * stack_plan_mfu(top),
             **band(), "layouts": len(_plans("h100-sxm", 1024)), "days": t.wall_clock_days,
             "gpu_hours": t.gpu_hours, "usd": t.rental_usd, "mwh": t.energy_J / 3.6e9}
 
 
-def interleaved_headline() -> dict:
-    """The headline layout with the virtual pipeline stages that time it fastest (Megatron-Core needs the layers per
-    stage to divide by them), beside plain 1F1B: what interleaving, which the search leaves out, would add."""
+def headline_schedule() -> dict:
+    """The headline plan's pipeline schedule: its virtual stages per GPU against plain 1F1B on the same layout (the
+    bubble's share of the step and the MFU each way), what interleaving adds."""
     sp = stack_best("h100-sxm", 1024)
-    lay, layers = sp.layout, sp.plan.model.layers
-    per = layers // lay.pp if lay.pp > 1 and layers % lay.pp == 0 else 1
-    options = [(stack_plan(sp.plan, interleave=v), v) for v in range(1, per + 1) if per % v == 0]
-    fast, v = min(options, key=lambda x: x[0].step_s)
-    return {"v": v, "mfu": 100 * fast.mfu, "plain_mfu": 100 * sp.mfu,
-            "gain": 100 * (fast.mfu - sp.mfu), "per_stage": per,
-            "bubble_pct": 100 * fast.parts_s[PARTS["pipeline bubble"]] / fast.step_s,
-            "plain_bubble_pct": 100 * sp.parts_s[PARTS["pipeline bubble"]] / sp.step_s}
+    plain = stack_plan(sp.plan, interleave=1)
+    per = sp.plan.model.layers // sp.layout.pp
+    return {"v": sp.interleave, "mfu": 100 * sp.mfu, "plain_mfu": 100 * plain.mfu,
+            "gain": 100 * (sp.mfu - plain.mfu), "per_stage": per,
+            "bubble_pct": 100 * sp.parts_s[PARTS["pipeline bubble"]] / sp.step_s,
+            "plain_bubble_pct": 100 * plain.parts_s[PARTS["pipeline bubble"]] / plain.step_s}
 
 
 # ------------------------------------------------------------------------------------------------ glue values
@@ -601,7 +622,7 @@ def summary() -> dict:
     s["gt_n_missed"] = len(ground_truth_misses())
     for k, val in stated_interleave().items():
         s[f"vp_{k}"] = val
-    for k, val in interleaved_headline().items():
+    for k, val in headline_schedule().items():
         s[f"head_vp_{k}"] = val
     h = headline()
     s["head_mfu"], s["head_lo"], s["head_hi"], s["head_n"] = h["mfu"], h["lo"], h["hi"], h["n"]

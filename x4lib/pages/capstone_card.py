@@ -84,7 +84,9 @@ def card() -> dict:
               "card_fsdp_zero": top.zero, "card_fsdp_layout": top.label()})
     # pipeline
     mb = micro_batches(lay, B, m.seq)
-    c.update({"card_pp": lay.pp, "card_m": mb, "card_bubble_pct": 100 * rules.pipeline_bubble(lay.pp, mb),
+    c.update({"card_pp": lay.pp, "card_m": mb, "card_vp": head.interleave,
+              "card_plain_bubble_pct": 100 * rules.pipeline_bubble(lay.pp, mb),
+              "card_bubble_pct": 100 * rules.pipeline_bubble(lay.pp, mb) / head.interleave,
               "card_m_for_5pct": rules.micro_batches_for(lay.pp, 0.05),
               "card_k3_m": rules.sync_bytes_per_param(3, mb), "card_k2_m": rules.sync_bytes_per_param(2, mb),
               "card_k3_ratio": rules.sync_bytes_per_param(3, mb) / rules.sync_bytes_per_param(1),
@@ -159,7 +161,9 @@ def card_rows() -> list[dict]:
          "says": f"at most {c['card_dp_max_z1']} replicas at {c['card_batch_mi']:.0f} Mi tokens "
                  f"({c['card_dp_max_z3']} with ZeRO-3)"},
         {"rule": "pipeline bubble",
-         "arithmetic": f"(p − 1)/m = ({c['card_pp']} − 1)/{c['card_m']} = {c['card_bubble_pct']:.1f} %",
+         "arithmetic": (f"(p − 1)/m = ({c['card_pp']} − 1)/{c['card_m']} = {c['card_plain_bubble_pct']:.1f} %"
+                        + (f"; ÷ {c['card_vp']} virtual stages = {c['card_bubble_pct']:.1f} %" if c["card_vp"] > 1
+                           else "")),
          "says": f"pair it with ZeRO-0 or 1: ZeRO-3 would send {c['card_k3_m']:.0f} B per parameter per step, "
                  f"{c['card_k3_ratio']:.0f}× as much"},
         {"rule": "goodput",
@@ -228,7 +232,7 @@ def layout_defence(device: str, gpus: int, model: planner.Model | None = None) -
     tp = rules.tp_check(model, dev, clu, lay.tp)
     dp = rules.dp_check(dev, clu, B, replicas(lay), lay.zero)
     mb = micro_batches(lay, B, model.seq)
-    return [{"check": "layout (stack model)", "value": f"{lay.label()}: MFU {sp.mfu:.1%}"},
+    return [{"check": "layout (stack model)", "value": f"{sp.label}: MFU {sp.mfu:.1%}"},
             {"check": "memory per GPU", "value": f"{sp.plan.memory.total_B / 1e9:.0f} of "
                                                  f"{sp.plan.usable_B / 1e9:.0f} GB usable"},
             {"check": "tensor: matmul ÷ all-reduce", "value": f"R = {tp['ratio']:.1f} ({tp['where']})"},
@@ -236,7 +240,8 @@ def layout_defence(device: str, gpus: int, model: planner.Model | None = None) -
              "value": f"{dp['tokens_per_replica']:,.0f} against {dp['min_tokens']:,.0f} needed "
                       f"({dp['ratio']:.1f}×)"},
             {"check": "pipeline bubble", "value": "no pipeline" if lay.pp == 1 else
-             f"({lay.pp} − 1)/{mb} = {rules.pipeline_bubble(lay.pp, mb):.1%}"}]
+             f"({lay.pp} − 1)/{mb} = {rules.pipeline_bubble(lay.pp, mb):.1%}" if sp.interleave == 1 else
+             f"({lay.pp} − 1)/({sp.interleave} × {mb}) = {rules.pipeline_bubble(lay.pp, mb) / sp.interleave:.1%}"}]
 
 
 def fsdp_limits(device: str = DEVICE, gpus: int = GPUS) -> dict:

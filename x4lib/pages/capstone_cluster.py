@@ -181,7 +181,7 @@ def mfu_rows(checks=MFU_CHECKS) -> list[dict]:
     rows = []
     for name, g in checks:
         sp = cap.stack_best(DEVICE, g, cap.explorer_model(name))
-        rows.append({"model": name, "gpus": g, "nodes": g // 8, "layout": sp.layout.label(), "mfu": sp.mfu})
+        rows.append({"model": name, "gpus": g, "nodes": g // 8, "layout": sp.label, "mfu": sp.mfu})
     return rows
 
 

@@ -38,7 +38,7 @@ def seconds_rows(device: str = "h100-sxm", counts=COUNTS) -> list[dict]:
     for g in counts:
         sp = capstone.stack_best(device, g)
         if sp:
-            rows.append({"gpus": g, "layout": sp.layout.label(), **dict(sp.parts_s), "step": sp.step_s})
+            rows.append({"gpus": g, "layout": sp.label, **dict(sp.parts_s), "step": sp.step_s})
     return rows
 
 

@@ -15,6 +15,12 @@ def capstone_plan(device: str = "h100-sxm", gpus: int = 1024):
     return capstone.stack_best(device, gpus).plan
 
 
+def capstone_virtual_stages(device: str = "h100-sxm", gpus: int = 1024) -> int:
+    """The virtual stages per GPU the capstone's plan interleaves (1: plain 1F1B)."""
+    from x4lib.pages import capstone
+    return capstone.stack_best(device, gpus).interleave
+
+
 @functools.lru_cache(maxsize=1)
 def summary() -> dict:
     """Glue values: per kind of group of the quiz layout, its degree, how many groups and how many nodes one spans;
@@ -35,5 +41,6 @@ def summary() -> dict:
     s.update({"sched_p": sch.stages, "sched_m": sch.micro_batches, "sched_fwd_ms": 1e3 * sch.forward_s,
               "sched_bwd_ms": 1e3 * sch.backward_s, "sched_idle_ms": 1e3 * sch.idle_s(0),
               "sched_bubble_pct": 100 * sch.bubble_share, "sched_planner_bubble_ms": 1e3 * plan.bubble_s,
-              "sched_planner_bubble_pct": 100 * plan.bubble_s / work, "sched_layout": plan.layout.label()})
+              "sched_planner_bubble_pct": 100 * plan.bubble_s / work, "sched_layout": plan.layout.label(),
+              "sched_vp": capstone_virtual_stages()})
     return s
