@@ -180,6 +180,12 @@ def test_acsctl_in_hex_is_read():
     (["I expected the advertised 900 GB/s but get 370"], "line-rate-expected"),
     (["torch.backends.cuda.matmul.allow_tf32 = False"], "tf32-not-enabled"),
     (["The benchmark uses small matrices (M=64)"], "shape-kernel-choice"),
+    # a software version: a regression found by bisecting, a library swapped
+    (["AllGather regressed by 40 % after upgrading NCCL to 2.29.7; bisected to one commit."],
+     "report-says-software-version"),
+    (["Fixed it by symlinking to /usr/lib/libnccl.so instead of the bundled NCCL."], "report-says-software-version"),
+    # turning the IOMMU off is evidence only where the reporter says it fixed the problem
+    (["Booting with intel_iommu=off fixed the hang."], "iommu-in-paste"),
 ])
 def test_general_signals_name_their_rule(lines, rule):
     text = "Some context first.\n\n" + "\n".join(lines) + "\n"
@@ -195,3 +201,22 @@ def test_an_idle_link_at_full_width_and_tool_legends_are_not_findings():
     _, got = run("  SYS  = Connection traversing PCIe as well as the SMP interconnect between NUMA nodes (e.g., QPI/UPI)\n"
                  "NCCL INFO NET/IB : Using [0]mlx5_0:1/IB ; OOB eth0\n")
     assert "cpu-binding" not in got
+
+
+def test_the_fix_the_reporter_states_names_the_cause_and_a_question_or_advice_does_not():
+    base = ("[    0.1] DMAR: IOMMU enabled\n"
+            "Training hangs with 4 GPUs.\n")
+    # the IOMMU line alone: the IOMMU leads
+    report, got = run(base)
+    assert report.named_cause["rule"] == "iommu-in-paste"
+    # the reporter says turning P2P off made it work: that setting's finding names the cause
+    report, got = run(base + "I confirmed that it works by setting NCCL_P2P_DISABLE=1.\n")
+    assert report.named_cause["rule"] == "p2p-disabled-by-env" and report.named_cause["line"] == 3
+    assert "iommu-in-paste" in got
+    # a question proposing the same setting, or advice hedged with "usually", is no reported fix
+    for line in ("Does setting NCCL_P2P_DISABLE=1 fix it?\n", "NCCL_P2P_DISABLE=1 usually helps on such boards.\n"):
+        report, _ = run(base + line)
+        assert report.named_cause["rule"] == "iommu-in-paste", line
+    # "iommu=off" without a fix is no evidence of an IOMMU problem
+    _, got = run("We boot with iommu=off already.\nbusbw 10 GB/s\n")
+    assert "iommu-in-paste" not in got

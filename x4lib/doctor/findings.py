@@ -210,7 +210,7 @@ RULE_IDS = ("net-socket-multinode", "net-socket-nodes-unknown", "p2p-not-support
             "gdr-level-forced", "report-says-nic-pairing", "cpu-binding", "pcie-link-below-another",
             "report-says-pcie-slot", "pcie-aer-errors", "clock-reason-in-paste", "report-says-thermal", "gpu-xid",
             "tf32-not-enabled", "cache-flattered", "shape-kernel-choice", "line-rate-expected", "sparse-peak-expected",
-            "avg-busbw-not-peak", "report-says-fabric",
+            "avg-busbw-not-peak", "report-says-software-version", "report-says-fabric",
             # a Lab 02 training step (x4lib.doctor.step_check)
             "lab02-term-off", "lab02-terms-agree")
 
@@ -230,16 +230,19 @@ CAUSE_ORDER = (
     "cache-flattered", "shape-kernel-choice", "rate-above-peak", "matmul-below-expected",
     "memory-bw-below-expected", "no-compute-bound-shape", "lab02-term-off", "nvls-above-line-rate", "two-node-tree",
     "sparse-peak-expected", "line-rate-expected", "avg-busbw-not-peak", "below-model", "report-says-fabric",
+    "report-says-software-version",
     "lab02-terms-agree")
 
 
-def named_cause(found) -> Finding | None:
-    """The finding that names an input's cause: the most severe (problem, warning, note), and among equals the
-    first in CAUSE_ORDER; None without findings."""
+def named_cause(found, fix_lines: frozenset = frozenset()) -> Finding | None:
+    """The finding that names an input's cause: among the findings that quote a line where the reporter says a
+    change fixed or helped (``fix_lines``; the fix a thread confirms is its cause), else among all, the most severe
+    (problem, warning, note), and among equals the first in CAUSE_ORDER; None without findings."""
     found = list(found)
     if not found:
         return None
-    return min(found, key=lambda f: (SEVERITIES.index(f.severity), CAUSE_ORDER.index(f.rule.id)))
+    fixed = [f for f in found if any(e.line in fix_lines for e in f.evidence)]
+    return min(fixed or found, key=lambda f: (SEVERITIES.index(f.severity), CAUSE_ORDER.index(f.rule.id)))
 
 
 def rule(rule_id: str) -> Rule:

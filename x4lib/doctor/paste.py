@@ -155,6 +155,8 @@ SIGNALS: tuple[Signal, ...] = (
        r"DMAR: \[?DMA|DMAR:.{0,40}fault|AMD-Vi: .{0,40}IO_PAGE_FAULT|intel_iommu=on|\b(?:amd_)?iommu=on\b"
        r"|DMAR: IOMMU enabled|\bIOMMU\b.{0,30}\b(?:enabled|is on|turned on)\b|pci=noacs|\bACS\b.{0,40}\b(?:enabled|"
        r"disabl\w{1,3}|on)\b"),
+    _s("iommu-off-prose", "sentence", "iommu", r"\b(?:intel_|amd_)?iommu=(?:off|pt)\b|\b(?:disabl\w{1,3}|turn\w{0,3} off)"
+       r"\b.{0,20}\bIOMMU\b|\bIOMMU\b.{0,20}\b(?:disabled|off)\b"),
     _s("dmesg-xid", "dmesg", "xid", r"NVRM: Xid \(.{0,40}\): ([0-9]{1,4})"),
     # -- NUMA, binding
     _s("numa-prose", "sentence", ("bind", "nps", "numa", "numa node", "unbound", "socket"),
@@ -181,15 +183,32 @@ SIGNALS: tuple[Signal, ...] = (
     # -- expectations
     _s("expectation-prose", "sentence", ("line rate", "theor", "claim", "datasheet", "total", "bi-direc",
                                          "bidirec", "advertised", "spec", "peak", "nominal", "rated", "direction",
-                                         "algbw", "% of"),
+                                         "algbw", "% of", "instead of", "according to"),
        r"line rate|theor\w{0,6}\b|\bclaim\w{0,2}\b|datasheet|\btotal bandwidth\b|\bbi-?directional\b"
        r"|\b(?:advertised|spec(?:ification)?s?|peak|nominal|rated)\b.{0,40}\b(?:[0-9]{2,5} ?(?:GB/s|TB/s|TFLOPS|Gb/s|Gbps)"
        r"|bandwidth|TFLOPS)|\bper direction\b|\buni-?directional\b|\b(?:busbw|algbw)\b.{0,30}\b(?:vs\.?|versus|instead of|compared|rather than|not)\b.{0,20}\b(?:busbw|algbw)\b"
-       r"|\b(?:only|just) (?:get(?:ting)? |reach(?:ing)? |achiev\w{1,3} )?(?:about |around |~)?[0-9]{1,3} ?% of\b"),
+       r"|\b(?:only|just) (?:get(?:ting)? |reach(?:ing)? |achiev\w{1,3} )?(?:about |around |~)?[0-9]{1,3} ?% of\b"
+       r"|\binstead of (?:the )?(?:expected )?(?:about |around |~)?[0-9]{1,5}(?:\.[0-9]{1,2})? ?(?:GB/s|GB|Gb/s|Gbps|TB/s)"
+       r"|\baccording to (?:the )?(?:official |vendor'?s? |NVIDIA'?s? |AMD'?s? )?(?:documentation|docs|spec\w{0,9}|datasheet)"),
     _s("tflops-figure", "sentence", ("tflop", "tf/s", "tensor core", "flops"), r"TFLOPS|TF/s|Tensor Core|FLOPS"),
     _s("fabric-prose", "sentence", ("fabric", "between nodes"),
        # not nvidia-smi -q's own "Fabric" section header or "GPU Fabric GUID" line, which are no reporter's words
        r"\bfabric\b(?!\s*(?:GUID|State|Status|:|$))|between nodes? [0-9]{1,3} ?(?:\+|and|&) ?[0-9]{1,3}"),
+    # -- software: a version, a regression, a library swapped
+    _s("software-prose", "sentence", ("regress", "bisect", "revert", "downgrad", "upgrad", "roll", "symlink",
+                                      "bundled", "version"),
+       r"\bregress(?:ion|ions|es|ed)?\b|\bbisect\w{0,3}\b|\b(?:revert\w{0,3}|downgrad\w{1,3}|upgrad\w{1,3}|roll\w{0,3} "
+       r"back)\b.{0,60}\b(?:NCCL|RCCL|driver|CUDA|PyTorch|torch|ROCm|firmware|kernel|version|v?[0-9]{1,2}\.[0-9]{1,3})"
+       r"|\bsymlink\w{0,3}\b.{0,40}\blib(?:nccl|rccl)|\bbundled (?:NCCL|RCCL|libnccl)"
+       r"|\b(?:older|newer|previous|earlier|different) (?:NCCL|RCCL|driver|CUDA|PyTorch|torch|ROCm) versions?\b"),
+    # -- what the reporter says fixed it (read with the line's other signals: the fix names the cause)
+    _s("fix-prose", "sentence", ("fix", "resolv", "solv", "work", "help", "better", "restor", "no longer",
+                                 "went away", "gone"),
+       # advice ("usually helps", "should fix") is not a reported fix: no hedge before the verb
+       r"(?<!usually )(?<!may )(?<!might )(?<!could )(?<!would )(?<!should )(?<!can )(?<!will )(?<!often )"
+       r"\b(?:fixe[sd]|fixing|the fix (?:was|is)|resolv(?:e[sd]?|ing)|solv(?:e[sd]|ing)|(?:it|this|that|everything) "
+       r"works?|works? (?:now|fine|well|like a charm|by|with|after|once|when)|worked|helps?|helped|got (?:a |much )?"
+       r"better|restor(?:e[sd]?|ing)|no longer|went away|is gone)\b"),
     # -- dtype, shape, cache
     _s("tf32-off", "pytorch", ("tensorfloat32", "float32_matmul_precision", "allow_tf32", "highest", "tf32",
                                "fp32", "float32"),
@@ -226,6 +245,12 @@ class Scan:
 
     def lines_of(self, *sids: str) -> list[int]:
         return sorted({i for s in sids for i, _ in self.hits.get(s, ())})
+
+    def fix_lines(self) -> frozenset[int]:
+        """The lines where the reporter says a change fixed or helped (``fix-prose``): a finding quoting one of them
+        names the cause the thread established (x4lib.doctor.findings.named_cause)."""
+        return frozenset(i for i in self.lines_of("fix-prose")
+                         if not clean(self.lines.lines[i - 1]).endswith("?"))   # a question proposes, it does not report
 
     def fragments(self) -> dict[str, int]:
         out: dict[str, int] = {}
@@ -445,7 +470,9 @@ def findings(sc: Scan, skip: frozenset = frozenset()) -> list[Finding]:
     # ACS, IOMMU, VMs
     add("acs-enabled", sc.lines_of("lspci-acs-on"))
     add("rccl-iommu-pt-missing", sc.lines_of("nccl-iommu-pt"))
-    add("iommu-in-paste", sc.lines_of("dmesg-iommu"))
+    fixes = sc.fix_lines()
+    # "booted with intel_iommu=off and it works": turning the IOMMU off is evidence only where the reporter says it fixed
+    add("iommu-in-paste", sc.lines_of("dmesg-iommu") + [i for i in sc.lines_of("iommu-off-prose") if i in fixes])
     add("vm-topology", sc.lines_of("vm-prose", "nccl-topo-file"))
     # NUMA and affinity
     add("gdr-level-forced", sc.lines_of("nccl-gdr-level"))
@@ -477,6 +504,7 @@ def findings(sc: Scan, skip: frozenset = frozenset()) -> list[Finding]:
     # other
     add("gpu-xid", sc.lines_of("dmesg-xid"))
     add("report-says-fabric", sc.lines_of("fabric-prose"))
+    add("report-says-software-version", sc.lines_of("software-prose"))
     return out
 
 
