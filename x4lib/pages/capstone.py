@@ -258,8 +258,8 @@ def device_rows(gpus=(256, 1024)) -> list[dict]:
     return rows
 
 
-def device_table():
-    return table(device_rows(), {
+def device_table(gpus=(256, 1024)):
+    return table(device_rows(gpus), {
         "device": "device", "gpus": Col("GPUs", None, "{:,}"), "mem_gb": Col("memory", "GB", "{:.0f}"),
         "peak": Col("dense BF16 peak", "TFLOP/s", "{:,.0f}"), "layout": Col("fastest layout (stack model)", wrap=True),
         "mfu": Col("MFU", None, "{:.1%}"), "range": Col("given the H100 residuals"),
@@ -410,8 +410,8 @@ def explorer_fallback_series(gpus=(64, 1024)):
     return list(MODELS), series
 
 
-def explorer_fallback_table():
-    return table(explorer_fallback_rows(), {
+def explorer_fallback_table(gpus=(64, 1024)):
+    return table(explorer_fallback_rows(gpus), {
         "model": "model", "gpus": Col("H100 GPUs", None, "{:,}"), "layout": Col("fastest layout", wrap=True),
         "mfu": Col("MFU (6ND), stack model", None, "{:.1%}"),
         "limit": Col("costs most after the GEMMs and attention", wrap=True)})
