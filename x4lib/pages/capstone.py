@@ -457,16 +457,12 @@ def stated_interleave() -> dict:
     """The published runs whose virtual pipeline stages the source states (training_runs.yaml ``interleave``): how
     many, the range of stages, and the stack model's residuals on the NeMo rows (leave-one-source-out) as scored and
     with the same constants but a plain 1F1B schedule (one stage per rank), in MFU points."""
-    from x4lib.training import stack as stk, validate
+    from x4lib.training import validate
     sc = validate.scored("published")
     vs = [x.row.setup.interleave for x in sc if x.row.setup.interleave > 1]
     nemo = [x for x in sc if x.row.stack.id == "nemo-mcore-2024"]
-    plain = []
-    for x in nemo:
-        r = x.row
-        st = stk.step(r.shape, dataclasses.replace(r.setup, interleave=1), r.device, r.stack, r.cluster,
-                      gpus_per_node=r.gpus_per_node, nics_per_node=r.nics_per_node)
-        plain.append(validate.Scored(r, st.time_s(validate.loso_constants("published", r.origin))).mfu_points)
+    plain = [validate.Scored(x.row, validate.row_step(x.row, dataclasses.replace(x.row.setup, interleave=1))
+                             .time_s(validate.loso_constants("published", x.row.origin))).mfu_points for x in nemo]
     pts = [x.mfu_points for x in nemo]
     return {"n": len(vs), "v_lo": min(vs), "v_hi": max(vs), "nemo_n": len(nemo), "nemo_lo": min(pts),
             "nemo_hi": max(pts), "plain_lo": min(plain), "plain_hi": max(plain),

@@ -86,7 +86,7 @@ def card() -> dict:
     mb = micro_batches(lay, B, m.seq)
     c.update({"card_pp": lay.pp, "card_m": mb, "card_vp": head.interleave,
               "card_plain_bubble_pct": 100 * rules.pipeline_bubble(lay.pp, mb),
-              "card_bubble_pct": 100 * rules.pipeline_bubble(lay.pp, mb) / head.interleave,
+              "card_bubble_pct": 100 * rules.pipeline_bubble(lay.pp, mb, head.interleave),
               "card_m_for_5pct": rules.micro_batches_for(lay.pp, 0.05),
               "card_k3_m": rules.sync_bytes_per_param(3, mb), "card_k2_m": rules.sync_bytes_per_param(2, mb),
               "card_k3_ratio": rules.sync_bytes_per_param(3, mb) / rules.sync_bytes_per_param(1),
@@ -241,7 +241,7 @@ def layout_defence(device: str, gpus: int, model: planner.Model | None = None) -
                       f"({dp['ratio']:.1f}×)"},
             {"check": "pipeline bubble", "value": "no pipeline" if lay.pp == 1 else
              f"({lay.pp} − 1)/{mb} = {rules.pipeline_bubble(lay.pp, mb):.1%}" if sp.interleave == 1 else
-             f"({lay.pp} − 1)/({sp.interleave} × {mb}) = {rules.pipeline_bubble(lay.pp, mb) / sp.interleave:.1%}"}]
+             f"({lay.pp} − 1)/({sp.interleave} × {mb}) = {rules.pipeline_bubble(lay.pp, mb, sp.interleave):.1%}"}]
 
 
 def fsdp_limits(device: str = DEVICE, gpus: int = GPUS) -> dict:

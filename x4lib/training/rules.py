@@ -148,16 +148,17 @@ def dp_check(dev: specs.Device, cluster, batch_tokens: int, replicas: int, zero:
 
 # ------------------------------------------------------------------------------------------------ pipeline
 
-def pipeline_bubble(pp: int, micro_batches: int) -> float:
-    """(p − 1)/m: the 1F1B bubble as a fraction of the ideal work. m < p is refused: the pipeline never fills and
-    the stages idle most of the step."""
-    for name, v in (("pipeline degree", pp), ("micro-batches", micro_batches)):
+def pipeline_bubble(pp: int, micro_batches: int, virtual_stages: int = 1) -> float:
+    """(p − 1)/(v·m): the 1F1B bubble as a fraction of the ideal work, divided by the virtual stages each GPU holds
+    when the schedule is interleaved (Narayanan et al. 2021). m < p is refused: the pipeline never fills and the
+    stages idle most of the step."""
+    for name, v in (("pipeline degree", pp), ("micro-batches", micro_batches), ("virtual stages", virtual_stages)):
         if int(v) != v or v < 1:
             raise ValueError(f"{name} must be a whole number >= 1, got {v}")
     if micro_batches < pp:
         raise ValueError(f"{micro_batches} micro-batches cannot fill {pp} pipeline stages: use at least {pp} "
                          f"(the bubble would be (p - 1)/m = {(pp - 1) / micro_batches:.0%} of the work)")
-    return (pp - 1) / micro_batches
+    return (pp - 1) / (virtual_stages * micro_batches)
 
 
 def micro_batches_for(pp: int, bubble: float) -> int:

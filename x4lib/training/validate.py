@@ -56,11 +56,16 @@ TARGETS = {
 
 # ------------------------------------------------------------------------------------------------ features
 
+def row_step(r: gt.Row, setup: stk.Setup | None = None) -> stk.Step:
+    """The stack model's terms for one row, with its own layout or ``setup`` in its place."""
+    return stk.step(r.shape, setup or r.setup, r.device, r.stack, r.cluster, gpus_per_node=r.gpus_per_node,
+                    nics_per_node=r.nics_per_node)
+
+
 @functools.lru_cache(maxsize=8)
 def steps(source: str) -> tuple[stk.Step, ...]:
     """The stack model's terms for every row of ``source`` (cached: the fit reuses them)."""
-    return tuple(stk.step(r.shape, r.setup, r.device, r.stack, r.cluster, gpus_per_node=r.gpus_per_node,
-                          nics_per_node=r.nics_per_node) for r in gt.rows(source))
+    return tuple(row_step(r) for r in gt.rows(source))
 
 
 def _matrix(source: str, without: str = "") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
