@@ -149,10 +149,10 @@ def gaudi3_peaks(dtype: str = "bf16") -> dict:
             "shipping_tflops": specs.peak_from_basis(dev, dtype, clk.sustained_hz) / 1e12, "source": clk.source}
 
 
-def quiz_budget():
-    """The MFU budget of the quiz run on H100 SXM (x4lib.training.mfu, layout assumptions in givens.yaml quiz_run)."""
+def quiz_budget(device: str = "h100-sxm", dtype: str = "bf16"):
+    """The MFU budget of the quiz run on ``device`` (x4lib.training.mfu, layout assumptions in givens.yaml quiz_run)."""
     from x4lib.training import mfu
-    return mfu.budget(mfu.quiz_run(), specs.get("h100-sxm"), "bf16")
+    return mfu.budget(mfu.quiz_run(), specs.get(device), dtype)
 
 
 def achievable_mfu(device: str, dtype: str = "bf16") -> float:
@@ -201,9 +201,9 @@ def days_curve_achievable(device: str, gpu_counts) -> list[float]:
     return days_curve(device, gpu_counts, mfu=achievable_mfu(device))
 
 
-def budget_table():
+def budget_table(device: str = "h100-sxm", dtype: str = "bf16"):
     from x4lib.book.tables import Col, table
-    return table(quiz_budget().rows(), {"term": Col("where the time goes", wrap=True),
+    return table(quiz_budget(device, dtype).rows(), {"term": Col("where the time goes", wrap=True),
                                         "s per step": Col("per step", "s", "{:.2f}"),
                                         "share of step": Col("share of the step", fmt="{:.1%}"),
                                         "basis": Col("source or computation", wrap=True)})

@@ -299,12 +299,14 @@ def used_parts(rows) -> list[str]:
     return [p for p in PARTS if any(r[1].get(p, 0) > 0 for r in rows)]
 
 
-def strategy_rows() -> list[dict]:
-    """Each strategy alone (the others at the quiz layout's degrees), on the quiz cluster: what comm-estimate says."""
-    mdl, clu = quiz_inputs()
-    base = par.layout(QUIZ_LAYOUT)
+def strategy_rows(model: str = QUIZ_MODEL, cluster: str = QUIZ_CLUSTER, layout: str = QUIZ_LAYOUT) -> list[dict]:
+    """Each strategy alone (the others at the layout's degrees) on the cluster: what comm-estimate says. Context
+    parallelism splits sequences twice as long over 2 GPUs, taken from data parallelism (same GPUs, same tokens)."""
+    mdl, clu = par.model(model), par.cluster(cluster)
+    base = par.layout(layout)
     cases = {"dp": dict(zero=0), "zero1": dict(zero=1), "zero2": dict(zero=2), "zero3": dict(zero=3),
-             "tp": {}, "pp": {}, "cp": dict(cp=2, dp=16, seq=8192, global_batch_seqs=512)}
+             "tp": {}, "pp": {}, "cp": dict(cp=2, dp=base.dp // 2, seq=2 * base.seq,
+                                            global_batch_seqs=base.global_batch_seqs // 2)}
     rows = []
     for s, over in cases.items():
         lay = dataclasses.replace(base, **over)
@@ -317,16 +319,16 @@ def strategy_rows() -> list[dict]:
     return rows
 
 
-def strategy_table():
-    return table(strategy_rows(), {"strategy": "strategy", "collectives": Col("collectives", wrap=True),
+def strategy_table(model: str = QUIZ_MODEL, cluster: str = QUIZ_CLUSTER, layout: str = QUIZ_LAYOUT):
+    return table(strategy_rows(model, cluster, layout), {"strategy": "strategy", "collectives": Col("collectives", wrap=True),
                                    "link": "bottleneck", "sent_gb": Col("sent per GPU and step", "GB", "{:,.1f}"),
                                    "time_s": Col("time", "s", "{:.3f}"), "exposed_s": Col("exposed", "s", "{:.3f}")})
 
 
-def layout_givens_table():
-    raw = par.load()["layouts"][QUIZ_LAYOUT]
-    mdl, clu = quiz_inputs()
-    lay = par.layout(QUIZ_LAYOUT)
+def layout_givens_table(model: str = QUIZ_MODEL, cluster: str = QUIZ_CLUSTER, layout: str = QUIZ_LAYOUT):
+    raw = par.load()["layouts"][layout]
+    mdl, clu = par.model(model), par.cluster(cluster)
+    lay = par.layout(layout)
     rows = [{"given": "model", "value": f"{mdl.name}: {mdl.layers} layers, width {mdl.hidden}, "
                                         f"{mdl.params / 1e9:.1f} billion parameters"},
             {"given": "cluster", "value": f"{clu.nodes} nodes x {clu.gpus_per_node} {clu.device}, "

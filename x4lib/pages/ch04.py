@@ -44,10 +44,11 @@ def _eco(key: str, group: str = "reference_points") -> float:
 
 # ------------------------------------------------------------------------------------------------ power chain
 
-def rack_limits() -> list[dict]:
-    """Rack power limits from the sources, and what they mean for the quiz cluster of DGX H100 servers."""
+def rack_limits(gpus: int | None = None) -> list[dict]:
+    """Rack power limits from the sources, and what they mean for a cluster of ``gpus`` H100 in DGX H100 servers
+    (default: the quiz's)."""
     server_kW = specs.get("h100-sxm").values["server_power_w_per_gpu"].value * 8 / 1e3
-    servers = math.ceil(quiz()["n_gpus"] / 8)
+    servers = math.ceil((gpus or quiz()["n_gpus"]) / 8)
     rows = []
     sp = dc.value("superpod_h100_dgx_per_rack")
     for label, kW, src, cooling, per_rack in (
@@ -70,10 +71,11 @@ def rack_limits() -> list[dict]:
     return rows
 
 
-def rack_table():
-    return table(rack_limits(), {
+def rack_table(gpus: int | None = None):
+    n = gpus or quiz()["n_gpus"]
+    return table(rack_limits(n), {
         "rack": Col("rack", wrap=True), "cooling": "cooling", "kW": Col("power per rack", "kW", "{:,.0f}"),
-        "per_rack": Col("DGX H100 per rack", None, "{:,.0f}"), "racks_text": Col("racks for 1024 GPUs"),
+        "per_rack": Col("DGX H100 per rack", None, "{:,.0f}"), "racks_text": Col(f"racks for {n:,} GPUs"),
         "source": "source"})
 
 
@@ -301,8 +303,8 @@ def mtbf_vs_gpus_rows(counts=(8, 64, 512, 1024, 4096, 16384, 65536)) -> list[dic
     return rows
 
 
-def mtbf_table():
-    return table(mtbf_vs_gpus_rows(), {"gpus": Col("GPUs", None, "{:,.0f}"), "mtbf_h": Col("job MTBF", "h", "{:,.1f}"),
+def mtbf_table(gpus=(8, 64, 512, 1024, 4096, 16384, 65536)):
+    return table(mtbf_vs_gpus_rows(gpus), {"gpus": Col("GPUs", None, "{:,.0f}"), "mtbf_h": Col("job MTBF", "h", "{:,.1f}"),
                                        "interval_min": Col("Daly interval", "min", "{:,.1f}"),
                                        "goodput": Col("goodput", None, "{:.3f}")})
 

@@ -127,12 +127,12 @@ def chooser_rows(include_announced: bool = False) -> list[dict]:
     return out
 
 
-def chooser_table():
+def chooser_table(include_announced: bool = False):
     cols = {"workload": Col("workload"), "winner": Col("first"), "score": Col("score", fmt="{:,.0f}"),
             "unit": Col("score unit", wrap=True), "constraint": Col("deciding constraint"),
             "runner_up": Col("second"), "zero": Col("devices ruled out", fmt="{:.0f}"),
             "zero_constraints": Col("ruled out by", wrap=True)}
-    return table(chooser_rows(), cols)
+    return table(chooser_rows(include_announced), cols)
 
 
 def train_rows(**kw) -> list[dict]:
