@@ -34,14 +34,15 @@ def test_lab_notebooks_carry_the_rendering_of_their_reference_run(md):
     run = nbtools.reference_run(md.stem)
     nb = nbformat.read(nbtools.notebook_for(md), as_version=4)
     code = [c for c in nb.cells if c.cell_type == "code"]
-    if run is None:  # no committed run of our own to render (Lab 01 today): no outputs rather than this machine's
+    if run is None:  # no committed run of our own to render: no outputs rather than this machine's
         assert all(not c.outputs for c in code)
         pytest.skip(f"{md.stem} has no committed reference run yet: committed without outputs")
     assert code and all(c.execution_count is not None for c in code), "run `nbtools render-labs`"
     assert not any(o.get("output_type") == "error" for c in code for o in c.outputs)
     params = nbtools.lab_parameters(md.stem)
     assert params["measure_here"] is False
-    assert "h100" in run.name and (run / "results.json").is_file()
+    folder, prefixes = nbtools.REFERENCE_RUNS[md.stem]
+    assert run.parent.name == folder and run.name.startswith(prefixes) and (run / "results.json").is_file()
     assert params["run_dir"] == str(run.relative_to(nbtools.BOOK))
 
 
@@ -96,3 +97,19 @@ def test_theory_outputs_hold_no_machine_dependent_full_precision_float(md):
     found = full_precision_floats(nbformat.read(nbtools.notebook_for(md), as_version=4))
     assert not found, "full-precision floats in compared outputs (run `make refresh` after rounding):\n" + \
         "\n".join(found[:20])
+
+
+def test_a_lab_renders_the_newest_run_of_the_first_device_that_has_one(tmp_path, monkeypatch):
+    """Lab 01 renders a committed cluster run when there is one, else our committed run on one CPU."""
+    def add(name):
+        d = tmp_path / "runs" / "lab01" / name
+        d.mkdir(parents=True)
+        (d / "results.json").write_text("{}")
+    monkeypatch.setattr(nbtools, "BOOK", tmp_path)
+    assert nbtools.reference_run("lab-01-collectives") is None
+    add("local-cpu-amd-epyc-20261127T100000.000Z-aaaa")
+    add("local-cpu-amd-epyc-20261127T120000.000Z-bbbb")
+    assert nbtools.reference_run("lab-01-collectives").name.endswith("bbbb")
+    add("cluster-2x8-h100-20261101T000000.000Z-cccc")
+    (tmp_path / "runs" / "lab01" / "local-cpu-amd-epyc-20261128T000000.000Z-dddd").mkdir()  # no results.json
+    assert nbtools.reference_run("lab-01-collectives").name.endswith("cccc")

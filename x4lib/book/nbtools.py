@@ -60,22 +60,26 @@ def _chosen(cmd: str, what: str, labs: bool, stems: list[str] | None) -> list[tu
     return [(stem, md) for stem, md in pages.items() if not stems or stem in stems]
 
 
-#: lab page → (runs folder under book/runs, the name prefix of the run its committed notebook renders: the H100's)
-REFERENCE_RUNS = {"lab-00-roofline": ("lab00", "h100-"),
-                  # no committed Lab 01 run of our own yet (its page's "Measured: ours" must not show someone
-                  # else's log): its notebook stays without outputs until `runners lab01 --profile cluster-2x8` runs
-                  "lab-01-collectives": None,
-                  "lab-02-calibrate": ("lab02", "h100-")}
+#: lab page → (runs folder under book/runs, the name prefixes of the runs its committed notebook may render, in order
+#: of preference: the H100's). Lab 01 has no cluster run of our own (its "Measured: ours" must never show someone
+#: else's log), so until `runners lab01 --profile cluster-2x8` runs, its notebook renders our committed run of the
+#: same benchmark with gloo on one CPU, labelled with that CPU as detected; a cluster run, once committed, wins.
+REFERENCE_RUNS = {"lab-00-roofline": ("lab00", ("h100-",)),
+                  "lab-01-collectives": ("lab01", ("cluster-2x8-", "local-cpu-")),
+                  "lab-02-calibrate": ("lab02", ("h100-",))}
 
 
 def reference_run(stem: str) -> Path | None:
-    """The committed run a lab notebook is rendered from: the newest of the named device (run ids sort by time);
-    None for a lab without one."""
+    """The committed run a lab notebook is rendered from: the newest run of the first named device that has one
+    (run ids sort by time); None for a lab without one."""
     if REFERENCE_RUNS[stem] is None:
         return None
-    folder, prefix = REFERENCE_RUNS[stem]
-    runs = sorted(p for p in (BOOK / "runs" / folder).glob(prefix + "*") if (p / "results.json").is_file())
-    return runs[-1] if runs else None
+    folder, prefixes = REFERENCE_RUNS[stem]
+    for prefix in prefixes:
+        runs = sorted(p for p in (BOOK / "runs" / folder).glob(prefix + "*") if (p / "results.json").is_file())
+        if runs:
+            return runs[-1]
+    return None
 
 
 def lab_parameters(stem: str) -> dict:
