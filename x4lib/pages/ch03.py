@@ -6,6 +6,7 @@ strategies' traffic, the quiz's step breakdown, the topo reader's tables and the
 from __future__ import annotations
 
 import dataclasses
+from typing import Mapping
 
 from x4lib.network import collectives, links, topo, topology
 from x4lib.training import parallelism as par
@@ -259,40 +260,31 @@ def breakdown(est: par.StepEstimate) -> dict:
 PARTS = ["compute", "pipeline bubble", "exposed tp", "exposed dp", "exposed zero1", "exposed zero2",
          "exposed zero3", "exposed pp", "exposed cp", "exposed ep"]
 
-#: layouts compared in the static fallback of the explorer (all on the quiz cluster, quiz batch)
-COMPARED = {
-    "FSDP over 1,024 GPUs": dict(tp=1, pp=1, dp=1024, zero=3),
-    "TP 8 + ZeRO-1 over 128": dict(tp=8, pp=1, dp=128, zero=1),
-    "TP 8 + FSDP over 128": dict(tp=8, pp=1, dp=128, zero=3),
-    "TP 8, PP 4, ZeRO-1 over 32 (quiz layout)": {},
-    "quiz layout with NVLink SHARP": dict(in_network=True),
-    "TP 8, PP 8, ZeRO-1 over 16": dict(pp=8, dp=16),
-}
+def compared(layouts: Mapping[str, Mapping]) -> list[tuple[str, par.StepEstimate]]:
+    """Each layout (label → overrides of the quiz layout's fields, e.g. dict(tp=8, pp=1, dp=128, zero=1)) estimated
+    on the quiz model and cluster; the page states the layouts it compares in the cell that tables them."""
+    return [(label, estimate(**over)) for label, over in layouts.items()]
 
 
-def compared() -> list[tuple[str, par.StepEstimate]]:
-    return [(label, estimate(**over)) for label, over in COMPARED.items()]
-
-
-def compared_rows() -> list[dict]:
+def compared_rows(layouts: Mapping[str, Mapping]) -> list[dict]:
     rows = []
-    for label, est in compared():
+    for label, est in compared(layouts):
         rows.append({"layout": label, "compute_s": est.compute_s, "bubble_s": est.bubble_s,
                      "exposed_s": est.exposed_comm_s, "step_s": est.step_s, "mfu": est.mfu,
                      "sent_gb": est.bytes_per_gpu / 1e9, "state_gb": est.state_B_per_gpu / 1e9})
     return rows
 
 
-def compared_table():
-    return table(compared_rows(), {
+def compared_table(layouts: Mapping[str, Mapping]):
+    return table(compared_rows(layouts), {
         "layout": Col("layout", wrap=True), "compute_s": Col("compute", "s", "{:.2f}"),
         "bubble_s": Col("bubble", "s", "{:.2f}"), "exposed_s": Col("exposed comm.", "s", "{:.2f}"),
         "step_s": Col("step", "s", "{:.2f}"), "mfu": Col("predicted MFU", None, "{:.2f}"),
         "sent_gb": Col("sent per GPU", "GB", "{:,.0f}"), "state_gb": Col("model state per GPU", "GB", "{:,.1f}")})
 
 
-def breakdown_rows() -> list[tuple[str, dict]]:
-    return [(label, breakdown(est)) for label, est in compared()]
+def breakdown_rows(layouts: Mapping[str, Mapping]) -> list[tuple[str, dict]]:
+    return [(label, breakdown(est)) for label, est in compared(layouts)]
 
 
 def used_parts(rows) -> list[str]:
