@@ -136,3 +136,15 @@ def test_the_playbook_misses_by_node_count_cover_every_group_and_name_what_they_
                        if x.row.label == model and x.row.gpus // x.row.gpus_per_node == n)
         assert best(pb["top"]) > best(pb["second"]), model
     assert "tensor parallelism across nodes" in repr(page.playbook_nodes_table())
+
+
+def test_playbook_layer_floor_selects_what_it_says_and_its_ranges_are_of_its_rows():
+    fl = page.playbook_layer_floor(min_tp=4, max_nodes=8)
+    rows = fl["rows"]
+    assert rows and fl["runs"] == sum(r["runs"] for r in rows)
+    assert all(r["tp"] >= 4 for r in rows) and fl["tps"] == sorted({r["tp"] for r in rows})
+    assert fl["measured"] == (min(r["measured_ms"] for r in rows), max(r["measured_ms"] for r in rows))
+    assert fl["predicted"] == (min(r["predicted_ms"] for r in rows), max(r["predicted_ms"] for r in rows))
+    # the launch term is a part of each prediction, and a wider selection has at least as many runs
+    assert all(0 < r["kernels_ms"] < r["predicted_ms"] for r in rows)
+    assert page.playbook_layer_floor(min_tp=2, max_nodes=64)["runs"] >= fl["runs"]

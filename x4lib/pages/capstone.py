@@ -507,6 +507,36 @@ def playbook_nodes_table():
         "cross": Col("tensor parallelism across nodes: median error", "%", pct)})
 
 
+def playbook_layer_floor(min_tp: int = 4, max_nodes: int = 8) -> dict:
+    """The Playbook's time per layer and micro-batch [ms] where each GPU has little work: one sequence per
+    micro-batch, no pipeline, tensor parallelism of ``min_tp`` or more inside a node, up to ``max_nodes`` nodes (the
+    64-node slowdown is a separate miss). Per (model, TP degree) the median measured and predicted time per layer and
+    micro-batch (step / micro-batches / layers) and the part of the prediction that is the stack model's kernel
+    launches; then their ranges (leave-one-source-out, as plan-validate scores them), and how many of these runs are
+    their group's measured best."""
+    import statistics
+    from x4lib.training import validate
+    c = validate.loso_constants("playbook")
+    sc = validate.scored("playbook")
+    bests = {id(min(g, key=lambda x: x.row.measured_step_s)) for g in validate._groups(sc).values()}
+    per: dict = {}
+    n_best = 0
+    for x in sc:
+        r, s = x.row, x.row.setup
+        if s.pp == 1 and s.micro_batch == 1 and min_tp <= s.tp <= r.gpus_per_node and r.gpus <= max_nodes * r.gpus_per_node:
+            n_best += id(x) in bests
+            n = s.micro_batches * r.shape.layers / 1e3      # ms per layer and micro-batch
+            kern = validate.row_step(r).terms_s(c)["kernels"]
+            per.setdefault((r.label, s.tp), []).append((r.measured_step_s / n, x.predicted_step_s / n, kern / n))
+    rows = [{"model": m, "tp": tp, "measured_ms": statistics.median(v[0] for v in vals),
+             "predicted_ms": statistics.median(v[1] for v in vals), "kernels_ms": statistics.median(v[2] for v in vals),
+             "runs": len(vals)} for (m, tp), vals in sorted(per.items())]
+    rng = lambda k: (min(r[k] for r in rows), max(r[k] for r in rows))  # noqa: E731
+    return {"rows": rows, "measured": rng("measured_ms"), "predicted": rng("predicted_ms"),
+            "kernels": rng("kernels_ms"), "models": sorted({r["model"] for r in rows}, key=lambda m: float(m[:-1])),
+            "tps": sorted({r["tp"] for r in rows}), "runs": sum(r["runs"] for r in rows), "group_bests": n_best}
+
+
 @functools.lru_cache(maxsize=1)
 def headline() -> dict:
     """One MFU for the 70B run on 1024 H100s: the stack model's best of every layout the planner finds that fits,
