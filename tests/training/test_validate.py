@@ -3,6 +3,7 @@ the leave-one-source-out fit and the plan-validate command."""
 import json
 
 import jsonschema
+import numpy as np
 import pytest
 
 from conftest import load_schema, run_cli
@@ -100,9 +101,9 @@ def test_the_fit_never_sees_the_source_it_scores(monkeypatch, report):
     seen = []
     real = validate.fit.__wrapped__
 
-    def spy(sources, without=""):
+    def spy(sources, without="", overlap_max=validate.OVERLAP_MAX):
         seen.append((sources, without))
-        return real(sources, without)
+        return real(sources, without, overlap_max)
     monkeypatch.setattr(validate, "fit", spy)
     for s in gt.SOURCES:
         seen.clear()
@@ -168,3 +169,21 @@ def test_plan_validate_text_and_bad_input():
     assert r.returncode == 0 and "published" in r.stdout and "MFU points" in r.stdout
     check_usage_error(run_cli("plan-validate", "--source", "vtrain"), "source")
     check_usage_error(run_cli("plan-validate", "--bogus"))
+
+
+def test_the_overlap_constant_stays_within_its_physical_bound():
+    """Compute cannot lose more than the whole time of a collective beside it: every fit keeps the overlap constant
+    at or below OVERLAP_MAX, and without the bound the same fit is free to pass it (the page shows both)."""
+    import math
+    for s in gt.SOURCES:
+        assert 0 <= validate.loso_constants(s).overlapped <= validate.OVERLAP_MAX
+    free = validate.fit(gt.SOURCES, "", math.inf)
+    assert validate.all_constants().overlapped == min(free.overlapped, validate.OVERLAP_MAX)
+
+
+def test_bounded_least_squares_holds_a_column_at_its_bound_and_solves_the_rest():
+    A = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
+    b = A @ np.array([3.0, 2.0])
+    assert validate._bounded(A, b, {}) == pytest.approx([3.0, 2.0])
+    x = validate._bounded(A, b, {0: 1.0})
+    assert x[0] == 1.0 and x[1] == pytest.approx(np.linalg.lstsq(A[:, 1:], b - A[:, 0], rcond=None)[0][0])

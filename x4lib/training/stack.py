@@ -25,8 +25,9 @@ reduction and the optimizer step follow.
 
     step = c_gemm·gemm + c_attn·attention + c_mem·memory + c_launch·kernels + c_overlap·overlapped + exposed
 
-The constants c are fitted leave-one-source-out on the public ground truth (x4lib.training.validate); with every
-c = 1 except c_launch = 0 and c_overlap = 0 the model is the hardware alone. Used in: x4lib.training.planner,
+The constants c are fitted leave-one-source-out on the public ground truth (x4lib.training.validate), c_overlap
+within [0, 1] (1: compute waits for the whole collective, as if it were exposed); with every c = 1 except
+c_launch = 0 and c_overlap = 0 the model is the hardware alone. Used in: x4lib.training.planner,
 book/capstone-8-to-1024.md.
 """
 from __future__ import annotations
