@@ -538,17 +538,17 @@ def playbook_layer_floor(min_tp: int = 4, max_nodes: int = 8) -> dict:
     their group's measured best."""
     import statistics
     from x4lib.training import validate
-    c = validate.loso_constants("playbook")
     sc = validate.scored("playbook")
     bests = {id(min(g, key=lambda x: x.row.measured_step_s)) for g in validate._groups(sc).values()}
     per: dict = {}
     n_best = 0
-    for x in sc:
+    for x, st in zip(sc, validate.steps("playbook")):
         r, s = x.row, x.row.setup
-        if s.pp == 1 and s.micro_batch == 1 and min_tp <= s.tp <= r.gpus_per_node and r.gpus <= max_nodes * r.gpus_per_node:
+        if (s.pp == 1 and s.micro_batch == 1 and min_tp <= s.tp <= r.gpus_per_node
+                and r.gpus <= max_nodes * r.gpus_per_node):
             n_best += id(x) in bests
             n = s.micro_batches * r.shape.layers / 1e3      # ms per layer and micro-batch
-            kern = validate.row_step(r).terms_s(c)["kernels"]
+            kern = st.terms_s(validate.loso_constants("playbook", r.origin))["kernels"]   # the constants scored with
             per.setdefault((r.label, s.tp), []).append((r.measured_step_s / n, x.predicted_step_s / n, kern / n))
     rows = [{"model": m, "tp": tp, "measured_ms": statistics.median(v[0] for v in vals),
              "predicted_ms": statistics.median(v[1] for v in vals), "kernels_ms": statistics.median(v[2] for v in vals),

@@ -312,9 +312,10 @@ def strategy_rows(model: str = QUIZ_MODEL, cluster: str = QUIZ_CLUSTER, layout: 
 
 
 def strategy_table(model: str = QUIZ_MODEL, cluster: str = QUIZ_CLUSTER, layout: str = QUIZ_LAYOUT):
-    return table(strategy_rows(model, cluster, layout), {"strategy": "strategy", "collectives": Col("collectives", wrap=True),
-                                   "link": "bottleneck", "sent_gb": Col("sent per GPU and step", "GB", "{:,.1f}"),
-                                   "time_s": Col("time", "s", "{:.3f}"), "exposed_s": Col("exposed", "s", "{:.3f}")})
+    return table(strategy_rows(model, cluster, layout), {
+        "strategy": "strategy", "collectives": Col("collectives", wrap=True), "link": "bottleneck",
+        "sent_gb": Col("sent per GPU and step", "GB", "{:,.1f}"), "time_s": Col("time", "s", "{:.3f}"),
+        "exposed_s": Col("exposed", "s", "{:.3f}")})
 
 
 def layout_givens_table(model: str = QUIZ_MODEL, cluster: str = QUIZ_CLUSTER, layout: str = QUIZ_LAYOUT):

@@ -304,9 +304,9 @@ def mtbf_vs_gpus_rows(counts=(8, 64, 512, 1024, 4096, 16384, 65536)) -> list[dic
 
 
 def mtbf_table(gpus=(8, 64, 512, 1024, 4096, 16384, 65536)):
-    return table(mtbf_vs_gpus_rows(gpus), {"gpus": Col("GPUs", None, "{:,.0f}"), "mtbf_h": Col("job MTBF", "h", "{:,.1f}"),
-                                       "interval_min": Col("Daly interval", "min", "{:,.1f}"),
-                                       "goodput": Col("goodput", None, "{:.3f}")})
+    return table(mtbf_vs_gpus_rows(gpus), {
+        "gpus": Col("GPUs", None, "{:,.0f}"), "mtbf_h": Col("job MTBF", "h", "{:,.1f}"),
+        "interval_min": Col("Daly interval", "min", "{:,.1f}"), "goodput": Col("goodput", None, "{:.3f}")})
 
 
 def goodput_curves(points: int = 80):
