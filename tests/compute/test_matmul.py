@@ -12,9 +12,9 @@ from x4lib.compute import kernels, matmul, matmul_validation
 from x4lib.catalog import specs
 
 
-def toy_target(units=4, peak=4e12, bw=1e12, tiles=((128, 128),), overhead_s=0.0, floor_s=0.0):
+def toy_target(units=4, peak=4e12, bw=1e12, tiles=((128, 128),), overhead_s=0.0, floor_s=0.0, fill_s=0.0):
     fam = dataclasses.replace(matmul.constants().families["nvidia_hopper"], tiles={"default": tuple(tiles)},
-                              overhead_s=overhead_s, launch_floor_s=floor_s)
+                              overhead_s=overhead_s, launch_floor_s=floor_s, tile_latency_s=fill_s)
     return matmul.Target("toy", "bf16", peak, bw, units, fam)
 
 
@@ -28,6 +28,23 @@ def test_one_full_wave_by_hand():
     assert p.t_memory_s == pytest.approx((256 * 1024 * 2 + 256 * 256) * 2 / 1e12)  # φ = 1 on a toy target
     assert p.rate_flop_per_s == pytest.approx(2 * 256**2 * 1024 / p.t_compute_s)  # full wave: the whole peak
     assert p.wave_efficiency == pytest.approx(1.0) and p.bound == "compute"
+
+
+def test_each_wave_pays_the_pipeline_fill_on_top_of_max_compute_memory():
+    # 9 tiles over 4 units: 3 waves, each waiting once for its first operands and its stores (t_f = 1 µs)
+    p = matmul.predict_target(toy_target(fill_s=1e-6), 384, 384, 64, ONE)
+    assert p.waves == 3 and p.t_pipeline_s == pytest.approx(3e-6)
+    assert p.time_s == pytest.approx(3e-6 + max(p.t_compute_s, p.t_memory_s))
+    # and the fill decides the tile: one 256-wide wave beats three 128-wide ones once the fill is paid per wave
+    two = toy_target(tiles=((128, 128), (128, 256)), fill_s=5e-6, units=4)
+    assert matmul.predict_target(two, 256, 512, 64, ONE).tile == (128, 256)
+
+
+def test_the_pipeline_fill_is_hoppers_only_and_never_paid_by_fp32_simt():
+    fams = matmul.constants().families
+    assert fams["nvidia_hopper"].tile_latency_for("bf16") == pytest.approx(0.74e-6)
+    assert fams["nvidia_hopper"].tile_latency_for("fp32") == 0.0            # CUDA cores: no tiles modelled
+    assert all(f.tile_latency_s == 0.0 for k, f in fams.items() if k != "nvidia_hopper")
 
 
 def test_a_partial_tile_and_a_partial_wave_cost_whole_ones():

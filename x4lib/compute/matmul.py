@@ -14,8 +14,12 @@ Model (units in brackets; F = 2·m·n·k FLOP, ``x4lib.compute.kernels``):
                                                               of it (copy/triad kernels measured on the family's
                                                               devices, published; or the bandwidth the same machine
                                                               measured), b_C the output's bytes (BF16 for FP8)
-    time         t = max(t_L, t₀ + max(t_c, t_m))        [s]  calls queued back to back (timing="queued")
-                 t = t_L + t₀ + max(t_c, t_m)            [s]  one call per synchronisation (timing="synced": Lab 00's
+    pipeline     t_p = W · t_f                          [s]  each wave's pipeline fill and drain: a unit waits for
+                                                              the first K block's operands and for the tile's stores,
+                                                              t_f about two trips to HBM (Hopper; 0 elsewhere and
+                                                              where the tiles are not modelled)
+    time         t = max(t_L, t₀ + t_p + max(t_c, t_m))  [s]  calls queued back to back (timing="queued")
+                 t = t_L + t₀ + t_p + max(t_c, t_m)      [s]  one call per synchronisation (timing="synced": Lab 00's
                                                               harness up to method 2); t₀: fixed per-call start-up
                                                               and tail on the device, t_L: the host's launch time
     rate         R = F / t                               [FLOP/s];  efficiency R / P
@@ -39,7 +43,7 @@ other families' devices of the same class).
 Sources: tile and wave quantisation (nvidia-dl-perf-matmul), tiles per family (cutlass-library,
 semianalysis-microbench-blackwell, amd-maf-part2-2025, jax-scaling-book-tpus), sustained clocks
 (amd-maf-part2-2025; Gaudi 3's shipping clock: stas00-ml-engineering-accelerators), start-up cost
-(amd-maf-part1-2025), host launch time (meta-hta-launch-stats). Used in: book/lab-00-roofline.md (validation), book/00-motivation.md (achievable rates).
+(amd-maf-part1-2025), host launch time (meta-hta-launch-stats), the HBM round trip behind t_f (ernst-gpu-benches-cache). Used in: book/lab-00-roofline.md (validation), book/00-motivation.md (achievable rates).
 """
 from __future__ import annotations
 
@@ -210,6 +214,7 @@ class Prediction:
     timing: str = "queued"
     split_k: int = 1
     t_epilogue_s: float = 0.0
+    t_pipeline_s: float = 0.0
 
     @property
     def flop(self) -> int:
@@ -217,7 +222,7 @@ class Prediction:
 
     @property
     def time_s(self) -> float:
-        work = self.overhead_s + max(self.t_compute_s, self.t_memory_s)
+        work = self.overhead_s + self.t_pipeline_s + max(self.t_compute_s, self.t_memory_s)
         return self.launch_floor_s + work if self.timing == "synced" else max(self.launch_floor_s, work)
 
     @property
@@ -241,7 +246,7 @@ class Prediction:
         QUANTISATION_IDLE of the paid wave slots idle) or ``compute``."""
         biggest = max(self.t_compute_s, self.t_memory_s)
         if self.overhead_s + self.launch_floor_s * (self.timing == "synced") > biggest \
-                or self.launch_floor_s >= self.overhead_s + biggest:
+                or self.launch_floor_s >= self.overhead_s + self.t_pipeline_s + biggest:
             return "launch"
         if self.t_memory_s > self.t_compute_s:
             return "memory"
@@ -262,6 +267,7 @@ class Prediction:
                 "launch_floor_us": self.launch_floor_s * 1e6, "timing_api": t.api,
                 "epilogue": "serial" if t.serial_epilogue else "overlapped",
                 "t_epilogue_us": self.t_epilogue_s * 1e6,
+                "t_pipeline_us": self.t_pipeline_s * 1e6,
                 "launch_floor_basis": t.launch_floor_basis,
                 "power_limited_clock_mhz": _power_clock_mhz(t),
                 "t_compute_us": self.t_compute_s * 1e6, "t_memory_us": self.t_memory_s * 1e6,
@@ -322,6 +328,7 @@ def predict_target(tg: Target, m: int, n: int, k: int, eta: Eta, timing: str = "
     if timing not in TIMINGS:
         raise ValueError(f"timing must be one of {', '.join(TIMINGS)}, got {timing!r}")
     per_unit = eta.value * tg.clock_ratio * tg.peak_flop_per_s / tg.units
+    t_f = tg.family.tile_latency_for(tg.dtype)
     best = None
     for tm, tn in _candidates(tg.family, tg.dtype):
         tiles = math.ceil(m / tm) * math.ceil(n / tn)
@@ -330,11 +337,12 @@ def predict_target(tg: Target, m: int, n: int, k: int, eta: Eta, timing: str = "
             waves = math.ceil(tiles * split / tg.units)
             t_c = waves * (2.0 * tm * tn * math.ceil(k / split) / per_unit + t_e)
             t_mem = (gemm_bytes(m, n, k, tg.dtype) + split_k_bytes(m, n, split)) / tg.achievable_bw_Bps
-            if best is None or max(t_c, t_mem) < max(best[3], best[4]):
-                best = ((tm, tn), tiles, waves, t_c, t_mem, split, waves * t_e)
-    tile, tiles, waves, t_c, t_mem, split, t_epi = best
+            t_p = waves * t_f
+            if best is None or t_p + max(t_c, t_mem) < best[7] + max(best[3], best[4]):
+                best = ((tm, tn), tiles, waves, t_c, t_mem, split, waves * t_e, t_p)
+    tile, tiles, waves, t_c, t_mem, split, t_epi, t_p = best
     return Prediction(tg, int(m), int(n), int(k), tile, tiles, waves, eta, t_c, t_mem, tg.family.overhead_s,
-                      tg.floor_s, timing, split, t_epi)
+                      tg.floor_s, timing, split, t_epi, t_p)
 
 
 #: the shortest K slice a split-K kernel gives one tile (a few pipeline stages of a 64-deep K step)
@@ -376,7 +384,8 @@ def best_target(tg: Target, eta: Eta, max_dim: int = 16384, step: int = 256) -> 
     best_t = None
     for tm, tn in _candidates(tg.family, tg.dtype):
         waves = np.ceil(np.ceil(m / tm) * np.ceil(n / tn) / tg.units)
-        t = np.maximum(waves * (2.0 * tm * tn * k / per_unit + epilogue_s(tg, (tm, tn))), t_mem)
+        t = np.maximum(waves * (2.0 * tm * tn * k / per_unit + epilogue_s(tg, (tm, tn))), t_mem) \
+            + waves * tg.family.tile_latency_for(tg.dtype)
         best_t = t if best_t is None else np.minimum(best_t, t)
     rate = 2.0 * m * n * k / np.maximum(tg.floor_s, tg.family.overhead_s + best_t)
     i = np.unravel_index(int(np.argmax(rate)), rate.shape)
@@ -581,7 +590,8 @@ def cli_main(args) -> int:
         f"{b['unit_name']}s, {b['wave_efficiency']:.1%} of the waves used",
         f"clock: {b['clock_basis']}", b["eta_basis"],
         f"time {b['time_us']:,.1f} µs = max(launch floor {b['launch_floor_us']:.1f}, overhead {b['overhead_us']:.1f} "
-        f"+ max(compute {b['t_compute_us']:,.1f}, memory {b['t_memory_us']:,.1f})) µs",
+        f"+ pipeline fill {b['t_pipeline_us']:,.1f} + max(compute {b['t_compute_us']:,.1f}, "
+        f"memory {b['t_memory_us']:,.1f})) µs",
         f"launch floor: {b['launch_floor_basis']}",
         f"epilogue: {b['epilogue']} ({b['t_epilogue_us']:,.1f} µs of the compute time)",
         "power-limited clock under a long run: " + (f"{b['power_limited_clock_mhz']:,.0f} MHz"

@@ -55,9 +55,17 @@ class Family:
     tiles_modelled: bool
     clocks: tuple[Clock, ...]
     uncalibrated_eta: float | None
+    tile_latency_s: float = 0.0
+    tile_latency_source: str = ""
+    unmodelled_tiles: frozenset = frozenset()
 
     def tiles_for(self, dtype: str) -> tuple[tuple[int, int], ...]:
         return self.tiles.get(dtype, self.tiles["default"])
+
+    def tile_latency_for(self, dtype: str) -> float:
+        """The pipeline fill and drain each wave of tiles pays [s]; 0 where the dtype's tiles are not modelled."""
+        key = dtype if dtype in self.tiles else "default"
+        return 0.0 if key in self.unmodelled_tiles else self.tile_latency_s
 
 
 @dataclasses.dataclass(frozen=True)
@@ -110,7 +118,7 @@ def constants(path: Path = MATMUL_PATH) -> Constants:
         where = f"{origin}: families/{fid}"
         ov = doc["overheads"].get(raw["overhead"])
         floor = doc["overheads"].get(raw.get("launch_floor", raw["overhead"]))
-        for key in ("overhead", "launch_floor"):
+        for key in ("overhead", "launch_floor", "tile_latency"):
             if key in raw and raw[key] not in doc["overheads"]:
                 raise MatmulDataError(f"{where}/{key}: {raw[key]!r} is not one of: {', '.join(doc['overheads'])}")
         for dev_id, u in raw["devices"].items():
@@ -137,7 +145,11 @@ def constants(path: Path = MATMUL_PATH) -> Constants:
             tiles=MappingProxyType(tiles),
             tile_sources=MappingProxyType({k: v.get("source", "not modelled") for k, v in raw["tiles"].items()}),
             tiles_modelled=raw["tiles"]["default"].get("modelled", True),
-            clocks=tuple(clocks), uncalibrated_eta=raw.get("uncalibrated_eta"))
+            clocks=tuple(clocks), uncalibrated_eta=raw.get("uncalibrated_eta"),
+            tile_latency_s=(doc["overheads"][raw["tile_latency"]]["value"]
+                            * UNIT_TO_S[doc["overheads"][raw["tile_latency"]]["unit"]] if "tile_latency" in raw else 0.0),
+            tile_latency_source=doc["overheads"][raw["tile_latency"]]["source"] if "tile_latency" in raw else "",
+            unmodelled_tiles=frozenset(k for k, v in raw["tiles"].items() if not v.get("modelled", True)))
     apis = {}
     for name, a in doc.get("timing_apis", {}).items():
         fb = doc["overheads"].get(a["fallback"])

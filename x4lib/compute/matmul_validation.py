@@ -241,6 +241,20 @@ def dtype_rows(scored=None) -> list[dict]:
     return out
 
 
+def class_breakdown(shape_class: str, scored=None) -> list[dict]:
+    """One class's rows grouped by device, dtype and timing (device held out): rows and median signed error, so a
+    class's median can be read back to the machines and precisions that make it."""
+    if shape_class not in CLASSES:
+        raise ValueError(f"shape class must be one of: {', '.join(CLASSES)}")
+    scored = scored_all() if scored is None else scored
+    groups: dict[tuple[str, str, str], list[float]] = {}
+    for s in scored:
+        if s.row.shape_class == shape_class:
+            groups.setdefault((s.row.device, s.row.dtype, s.row.timing), []).append(s.error("device"))
+    return [{"device": d, "dtype": t, "timing": tm, "rows": len(xs), "median error (signed)": statistics.median(xs)}
+            for (d, t, tm), xs in sorted(groups.items())]
+
+
 def worst_rows(n: int = 12, scored=None) -> list[dict]:
     """The n rows with the largest |error| (device held out), with the bound the model names."""
     scored = scored_all() if scored is None else scored

@@ -179,6 +179,24 @@ def shape_class_table():
         "median error (signed)": Col("median error (signed; + optimistic)", fmt="{:+.0%}")})
 
 
+def class_breakdown_table(shape_class: str):
+    """x4lib.compute.matmul_validation.class_breakdown as a book table."""
+    from x4lib.book.tables import Col, table
+    return table(mv.class_breakdown(shape_class), {
+        "device": "device", "dtype": "dtype", "timing": "timing", "rows": "rows",
+        "median error (signed)": Col("median error (signed; + optimistic)", fmt="{:+.0%}")})
+
+
+def class_group_error(shape_class: str, device: str, dtypes: tuple[str, ...], timing: str = "queued") -> float:
+    """The median signed error of one class's rows on a device in some dtypes and one timing (device held out)."""
+    import statistics
+    xs = [s.error("device") for s in mv.scored_all() if s.row.shape_class == shape_class
+          and s.row.device == device and s.row.dtype in dtypes and s.row.timing == timing]
+    if not xs:
+        raise ValueError(f"no {shape_class} rows on {device} in {', '.join(dtypes)} timed {timing}")
+    return statistics.median(xs)
+
+
 def shape_dtype_table():
     from x4lib.book.tables import Col, table
     return table(mv.dtype_rows(), {

@@ -293,11 +293,11 @@ def summary(source: str) -> dict:
         for g in _groups(sc).values():
             best = min(g, key=lambda x: x.row.measured_step_s)
             pick = min(g, key=lambda x: x.predicted_step_s)
-            best_err.append(abs(best.error))
+            best_err.append(best.error)
             groups += 1
             picks += pick.row.measured_step_s <= best.row.measured_step_s * (1 + LIMITS["playbook_pick_within_pct"] / 100)
-        doc["playbook"] = {"groups": groups, "best_median_abs_error_pct": 100 * statistics.median(best_err),
-                           "pick_within_5pct": picks}
+        doc["playbook"] = {"groups": groups, "best_median_abs_error_pct": 100 * statistics.median(map(abs, best_err)),
+                           "best_median_error_pct": 100 * statistics.median(best_err), "pick_within_5pct": picks}
     label, ok = TARGETS[source]
     doc["target"] = {"text": label, "met": bool(ok(doc))}
     return doc
