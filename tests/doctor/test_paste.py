@@ -29,7 +29,8 @@ def test_quoted_and_prefixed_nccl_lines_are_read_with_their_line_numbers():
             "(RayWorkerWrapper pid=593, ip=10.5.6.103) host:1:2 [1] NCCL INFO Using network Socket\n")
     report, got = run(text)
     assert report.kind == "nccl-debug" and report.named_cause["category"] == "tcp-fallback"
-    assert [e.line for e in got["net-socket-nodes-unknown"].evidence] == [4]  # "Using network" decides
+    # "Using network" decides and comes first; the pasted NET/Socket line that shows it is quoted too
+    assert [e.line for e in got["net-socket-nodes-unknown"].evidence] == [4, 3] and report.named_cause["line"] == 4
     report, got = run(text.replace("Using network Socket", "Init COMPLETE"))
     assert [e.line for e in got["net-socket-nodes-unknown"].evidence] == [3] and report.named_cause["line"] == 3
 

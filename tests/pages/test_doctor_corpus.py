@@ -5,7 +5,9 @@ The held-out cases (every 4th of the first 45 entries, fixed before any rule was
 The second set (entries 46-58, held_out_2) was gathered after the rules were generalised and scored blind at 3 of 13;
 two mechanisms were added after that, looking at the misses of both earlier sets (a reporter's stated fix names the
 cause; a software-version rule: the first set had 5 of 11 before them), so neither is unseen any more. The third set (entries 59-72, held_out_3) was gathered and
-labelled by collectors who never read the rules, scored once, and no rule was changed afterwards. The numbers are
+labelled by collectors who never read the rules and scored blind at 4 of 14; four mechanisms were added after that,
+looking at the misses of every set. The fourth set (entries 73-83, held_out_4) was gathered and labelled blind after
+those changes, scored once, and no rule was changed afterwards. The numbers are
 pinned so that a rule change shows up here and on the page; the issue's targets (85 % of the corpus, 75 % of the
 held-out quarter) are checked where they are met and recorded where they are not."""
 from pathlib import Path
@@ -19,13 +21,15 @@ CORPUS = Path(__file__).parents[1] / "data" / "doctor" / "corpus"
 
 def test_the_corpus_is_stored_whole_with_provenance_and_a_held_out_quarter():
     entries = dc.corpus()
-    assert len(entries) == 72 and {p.name for p in CORPUS.glob("*.txt")} == {e["file"] for e in entries}
+    assert len(entries) == 83 and {p.name for p in CORPUS.glob("*.txt")} == {e["file"] for e in entries}
     assert [i for i, e in enumerate(entries, 1) if e.get("held_out")] == list(range(4, 46, 4))
     assert [i for i, e in enumerate(entries, 1) if e.get("held_out_2")] == list(range(46, 59))
     assert {e["category"] for e in entries if e.get("held_out_2")} == set(dc.CATEGORY)
     assert [i for i, e in enumerate(entries, 1) if e.get("held_out_3")] == list(range(59, 73))
     assert {e["category"] for e in entries if e.get("held_out_3")} == set(dc.CATEGORY)
-    assert not any(e.get("held_out_3") and (e.get("held_out") or e.get("held_out_2")) for e in entries)
+    assert [i for i, e in enumerate(entries, 1) if e.get("held_out_4")] == list(range(73, 84))
+    assert len({e["category"] for e in entries if e.get("held_out_4")}) >= 7
+    assert all(sum(bool(e.get(k)) for k in dc.SETS) <= 1 for e in entries)
     for e in entries:
         assert e["category"] in dc.CATEGORY and e["file"].startswith(e["category"] + "__")
         assert e["source"].startswith("https://") and e["licence_note"] and e["cause"]
@@ -37,12 +41,12 @@ def test_the_corpus_is_stored_whole_with_provenance_and_a_held_out_quarter():
 
 def test_the_score_is_the_doctors_on_every_case():
     s = dc.summary()
-    assert s["all"] == (53, 72) and s["written_against"] == (34, 34) and s["held_out"] == (7, 11)
-    assert s["held_out_2"] == (8, 13) and dc.HELD_OUT_2_BLIND == (3, 13) and s["held_out_3"] == (4, 14)
-    assert dc.HELD_OUT_1_BEFORE == (5, 11)
-    assert s["refused"] == 1 and s["refused_held_out"] == 1
-    assert sum(v[1] for v in s["by_category"].values()) == 72 and sum(v[5] for v in s["by_category"].values()) == 13
-    assert sum(v[7] for v in s["by_category"].values()) == 14
+    assert s["all"] == (60, 83) and s["written_against"] == (34, 34) and s["held_out"] == (7, 11)
+    assert s["held_out_2"] == (9, 13) and dc.HELD_OUT_2_BLIND == (3, 13) and s["held_out_3"] == (7, 14)
+    assert dc.HELD_OUT_1_BEFORE == (5, 11) and dc.HELD_OUT_3_BLIND == (4, 14) and s["held_out_4"] == (3, 11)
+    assert s["refused"] == 4 and s["refused_held_out"] == 3
+    assert sum(v[1] for v in s["by_category"].values()) == 83 and sum(v[5] for v in s["by_category"].values()) == 13
+    assert sum(v[7] for v in s["by_category"].values()) == 14 and sum(v[9] for v in s["by_category"].values()) == 11
     # every named case quotes the thread's evidence line in a finding of the thread's category
     for r in dc.scores():
         assert r.named == (r.named_category == r.category and r.evidence_found)
@@ -51,23 +55,27 @@ def test_the_score_is_the_doctors_on_every_case():
 def test_the_issue_targets_where_they_stand():
     s = dc.summary()
     assert dc.pct(s["written_against"]) >= 85
-    # not met: 73.6 % of the corpus (target 85 %), 63.6 % of the first held-out quarter and 28.6 % of the third
-    # held-out set (target 75 %); reported on the page
-    assert dc.pct(s["all"]) == pytest.approx(73.6) and dc.pct(s["held_out"]) == pytest.approx(63.6)
-    assert dc.pct(s["held_out_3"]) == pytest.approx(28.6) and dc.pct(s["held_out_2"]) == pytest.approx(61.5)
+    # not met: 72.3 % of the corpus (target 85 %), 63.6 % of the first held-out quarter and 27.3 % of the fourth
+    # set, the one still held out (target 75 %); reported on the page
+    assert dc.pct(s["all"]) == pytest.approx(72.3) and dc.pct(s["held_out"]) == pytest.approx(63.6)
+    assert dc.pct(s["held_out_3"]) == pytest.approx(50.0) and dc.pct(s["held_out_2"]) == pytest.approx(69.2)
+    assert dc.pct(s["held_out_4"]) == pytest.approx(27.3)
 
 
 def test_the_page_tables_and_worked_cases():
     t = dc.category_table()
-    assert t.loc["all", "named"] == 53 and t.loc["held out", "named %"] == pytest.approx(63.6)
-    assert t.loc["second set", "named"] == 8 and t.loc["all", "second set"] == 13
-    assert t.loc["held out 3", "named"] == 4 and t.loc["all", "held out 3"] == 14
+    assert t.loc["all", "named"] == 60 and t.loc["held out", "named %"] == pytest.approx(63.6)
+    assert t.loc["second set", "named"] == 9 and t.loc["all", "second set"] == 13
+    assert t.loc["third set", "named"] == 7 and t.loc["all", "third set"] == 14
+    assert t.loc["held out 4", "named"] == 3 and t.loc["all", "held out 4"] == 11
     assert list(t.index[:9]) == list(dc.CATEGORY)
     md = dc.worked_case("numa-socket__ncclt293-a100pcie-nps-gdr.txt")
     assert "NCCL_NET_GDR_LEVEL=SYS" in md and "gdr-level-forced" in md and "source:" in md
     cases = dc.case_table(held_out=True)
     assert len(cases) == 11 and cases["named"].sum() == 7
     cases2 = dc.case_table(held_out_2=True)
-    assert len(cases2) == 13 and cases2["named"].sum() == 8
+    assert len(cases2) == 13 and cases2["named"].sum() == 9
     cases3 = dc.case_table(held_out_3=True)
-    assert len(cases3) == 14 and cases3["named"].sum() == 4
+    assert len(cases3) == 14 and cases3["named"].sum() == 7
+    cases4 = dc.case_table(held_out_4=True)
+    assert len(cases4) == 11 and cases4["named"].sum() == 3

@@ -124,6 +124,19 @@ def detect_kind(text: str) -> str:
     return kinds[0] if kinds else "unrecognised"
 
 
+def _with_paste_evidence(found: list[Finding], pasted: list[Finding]) -> list[Finding]:
+    """The readers' findings, each also quoting the lines the pasted-text rules found for the same rule (a reader
+    quotes the line it decided on, "Using network Socket"; the paste around it may hold the lines that show it too,
+    "NET/Socket : Using [0]bond0"), after the reader's own (which stays first: it names the cause's line). Only where
+    the reader fired the rule: what it decided against stays out."""
+    more = {f.rule.id: f.evidence for f in pasted}
+    out = []
+    for f in found:
+        extra = [e for e in more.get(f.rule.id, ()) if e.line not in {g.line for g in f.evidence}]
+        out.append(dataclasses.replace(f, evidence=f.evidence + tuple(extra)) if extra else f)
+    return out
+
+
 def diagnose_text(text: str, name: str = "<text>", reader_notes=()) -> tuple[InputReport, list[Finding]]:
     """Recognise one input by its content and apply the rules of every kind found in it: each tool's reader, then
     the pasted-text rules (``x4lib.doctor.paste``) on whatever else the text holds. Raises :class:`DoctorError`
@@ -142,6 +155,7 @@ def diagnose_text(text: str, name: str = "<text>", reader_notes=()) -> tuple[Inp
     sc = paste.scan(text, name)
     skip = {f.rule.id for f in found} | {r for k in kinds for r in _READER_DECIDES.get(k, ())}
     extra = paste.findings(sc, skip=frozenset(skip))
+    found = _with_paste_evidence(found, paste.findings(sc, skip=frozenset(skip - {f.rule.id for f in found})))
     fragments = sc.fragments()
     if not kinds and not fragments:
         what = "an empty file" if not text.strip() else "not a file the doctor recognises (nothing in it is)"

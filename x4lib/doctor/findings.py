@@ -209,7 +209,8 @@ RULE_IDS = ("net-socket-multinode", "net-socket-nodes-unknown", "p2p-not-support
             "p2p-level-loc", "report-says-p2p-off", "topo-flat-virtual", "vm-topology", "iommu-in-paste",
             "gdr-level-forced", "report-says-nic-pairing", "cpu-binding", "pcie-link-below-another",
             "report-says-pcie-slot", "pcie-aer-errors", "clock-reason-in-paste", "report-says-thermal", "gpu-xid",
-            "tf32-not-enabled", "cache-flattered", "shape-kernel-choice", "line-rate-expected", "sparse-peak-expected",
+            "tf32-not-enabled", "fp16-accumulate-gemm", "cache-flattered", "shape-kernel-choice", "line-rate-expected",
+            "sparse-peak-expected",
             "avg-busbw-not-peak", "report-says-software-version", "report-says-fabric",
             # a Lab 02 training step (x4lib.doctor.step_check)
             "lab02-term-off", "lab02-terms-agree")
@@ -227,6 +228,7 @@ CAUSE_ORDER = (
     "clock-reason-in-paste", "report-says-thermal", "sw-power-cap-busy", "clock-low-cause-unrecorded",
     "captured-idle", "remapping-failed", "ecc-uncorrectable", "remapped-rows-pending", "gpu-xid", "mig-enabled",
     "nccl-maxsharedmem", "test-failed", "log-check-failed", "one-rank", "fp32-used-tf32", "tf32-not-enabled",
+    "fp16-accumulate-gemm",
     "cache-flattered", "shape-kernel-choice", "rate-above-peak", "matmul-below-expected",
     "memory-bw-below-expected", "no-compute-bound-shape", "lab02-term-off", "nvls-above-line-rate", "two-node-tree",
     "sparse-peak-expected", "line-rate-expected", "avg-busbw-not-peak", "below-model", "report-says-fabric",

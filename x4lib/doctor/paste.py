@@ -162,7 +162,7 @@ SIGNALS: tuple[Signal, ...] = (
     _s("numa-prose", "sentence", ("bind", "nps", "numa", "numa node", "unbound", "socket"),
        r"\bunbound\b|cpu[_-]bind\S{0,3}\s*=?\s*\"?(?:verbose,)?none|--bind-to (?:socket|none)|\bNPS ?[124]\b"
        r"|NUMA nodes? per socket|\b(?:different|other|remote|opposite|wrong)\s+(?:NUMA(?: nodes?)?|(?:CPU )?sockets?)\b"
-       r"|cross[- ]socket|across (?:the )?(?:two |both )?(?:CPU )?sockets|--cpunodebind|--membind"),
+       r"|cross[- ](?:socket|NUMA)|across (?:the )?(?:two |both )?(?:CPU )?sockets|--cpunodebind|--membind"),
     _s("numactl", "numactl", ("numa node", "available:"),
        r"^NUMA node[0-9]{1,3} CPU\(s\):|^available: [0-9]{1,3} nodes|^node [0-9]{1,3} cpus:"),
     _s("nic-pairing-prose", "sentence", "nic", r"same NIC|wrong NIC|NIC ?[0-9]? is closer"),
@@ -171,7 +171,11 @@ SIGNALS: tuple[Signal, ...] = (
        r"\bp2p\b.{0,40}\b(?:disabled?|can'?t be enabled|cannot be enabled|not (?:supported|enabled|capable))"
        r"|\b(?:disabl\w{0,3}|override\w?)\b.{0,30}\bp2p\b|chipset not supported|not P2P-capable"
        r"|CANNOT Access Peer|Peer access .{0,60}: ?No\b|can_?access_?peer\w{0,10}\W{0,6}(?:0|False)\b"
-       r"|\bpeer[- ]to[- ]peer\b.{0,40}\b(?:disabled?|not (?:supported|enabled|available))"),
+       r"|\bpeer[- ]to[- ]peer\b.{0,40}\b(?:disabled?|not (?:supported|enabled|available))"
+       # P2P turned back on, and the figure rose: it was off ("export NCCL_P2P_DISABLE=0, bandwidth has reached 220GB/s")
+       r"|(?:NCCL_P2P_DISABLE\s*=\s*0\b|\bunset\w{0,3}\s+NCCL_P2P_(?:LEVEL|DISABLE)\b|\b(?:enabl\w{1,3}|turn\w{0,3} on)"
+       r"\s+(?:the\s+)?(?:P2P|peer[- ]to[- ]peer)\b).{0,80}(?:\breach\w{0,3}\b|\bfaster\b|\bimprov\w{0,5}\b"
+       r"|\bspeed ?up\b|[0-9] ?GB/s)"),
     _s("amd-no-peers", "rocm-tool", ("peers:false", "no peers found"), r"peers:false|No peers found"),
     _s("transport-prose", "sentence", ("socket", "instead of", "not us", "without", "fall"),
        r"\b(?:NCCL|nccl)\b.{0,40}\b(?:using|used|uses|fell back to|falls back to|fallback to)\b.{0,10}\bsocket"
@@ -215,6 +219,9 @@ SIGNALS: tuple[Signal, ...] = (
        r"TensorFloat32 tensor cores|set_float32_matmul_precision|allow_tf32\s*=\s*False|\bhighest\b\s*\(default\)"
        r"|\bTF32\b.{0,30}\b(?:off|disabled|not enabled|False)\b|\b(?:fp32|float32)\b.{0,40}\b(?:instead of|rather than"
        r"|not)\b.{0,20}\b(?:tf32|bf16|fp16|half)\b"),
+    _s("fp16-compute-gemm", "sentence", ("hgemm", "compute_type", "computetype"),
+       r"\b(?:hipblas|rocblas_)hgemm\b|--compute_type\s+(?:h|f16_r)\b"
+       r"|compute_?type\s*[=:]\s*(?:h|f16_r|HIPBLAS_R_16F|HIPBLAS_COMPUTE_16F|rocblas_datatype_f16_r)\b"),
     _s("cache-flattered", "sentence", ("l2", "cache"),
        r"\b(?:L2|cache\w?)\b.{0,80}\b(?:inflat\w{0,4}|overstat\w{0,6}|higher than (?:the )?peak|above (?:the )?peak)"
        r"|\b(?:inflat\w{0,4}|higher than (?:the )?peak|above (?:the )?peak)\b.{0,80}\b(?:L2|cache)\b"
@@ -267,6 +274,9 @@ for _sig in SIGNALS:
     for _c in _sig.cue:
         _BY_CUE[_c] = _BY_CUE.get(_c, ()) + (_sig,)
 _CUE_RE = re.compile("|".join(re.escape(c) for c in sorted(_BY_CUE, key=len, reverse=True)))
+#: each cue with the shorter cues inside it: the search takes the longest cue at a position ("nccl_p2p_disable"),
+#: and the signals cued by a cue within it ("p2p") must still be tried
+_WITHIN = {c: frozenset(d for d in _BY_CUE if d in c) for c in _BY_CUE}
 
 
 #: a line of tool output that no prose signal reads: nvidia-smi -q's "Key    : value" (spaces before the colon) and
@@ -283,7 +293,7 @@ def scan(text: str, name: str) -> Scan:
     candidates, work, stopped = 0, 0, None
     for i, raw in enumerate(L.lines, 1):
         low = raw[:MAX_LINE].lower()
-        cues = set(_CUE_RE.findall(low))
+        cues = {d for c in _CUE_RE.findall(low) for d in _WITHIN[c]}
         if not cues:
             continue
         todo = {s.id: s for c in cues for s in _BY_CUE[c] if s.id not in full}
@@ -499,6 +509,7 @@ def findings(sc: Scan, skip: frozenset = frozenset()) -> list[Finding]:
             break
     # dtype, shape, cache
     add("tf32-not-enabled", sc.lines_of("tf32-off"))
+    add("fp16-accumulate-gemm", sc.lines_of("fp16-compute-gemm"))
     add("cache-flattered", sc.lines_of("cache-flattered"))
     add("shape-kernel-choice", sc.lines_of("shape-kernel"))
     # other
