@@ -34,6 +34,7 @@ def test_an_unknown_device_or_overhead_is_refused(tmp_path):
     assert "not a catalog id" in broken(tmp_path, lambda d: d["families"]["nvidia_hopper"]["devices"].update(
         {"h900": {"units": "catalog"}}))
     assert "overhead" in broken(tmp_path, lambda d: d["families"]["cpu"].update(overhead="warp-drive"))
+    assert "tile_latency" in broken(tmp_path, lambda d: d["families"]["nvidia_hopper"].update(tile_latency="warp"))
 
 
 def test_a_constant_without_a_source_is_refused(tmp_path):

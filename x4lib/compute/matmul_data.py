@@ -118,6 +118,7 @@ def constants(path: Path = MATMUL_PATH) -> Constants:
         where = f"{origin}: families/{fid}"
         ov = doc["overheads"].get(raw["overhead"])
         floor = doc["overheads"].get(raw.get("launch_floor", raw["overhead"]))
+        fill = doc["overheads"].get(raw.get("tile_latency"))
         for key in ("overhead", "launch_floor", "tile_latency"):
             if key in raw and raw[key] not in doc["overheads"]:
                 raise MatmulDataError(f"{where}/{key}: {raw[key]!r} is not one of: {', '.join(doc['overheads'])}")
@@ -146,9 +147,8 @@ def constants(path: Path = MATMUL_PATH) -> Constants:
             tile_sources=MappingProxyType({k: v.get("source", "not modelled") for k, v in raw["tiles"].items()}),
             tiles_modelled=raw["tiles"]["default"].get("modelled", True),
             clocks=tuple(clocks), uncalibrated_eta=raw.get("uncalibrated_eta"),
-            tile_latency_s=(doc["overheads"][raw["tile_latency"]]["value"]
-                            * UNIT_TO_S[doc["overheads"][raw["tile_latency"]]["unit"]] if "tile_latency" in raw else 0.0),
-            tile_latency_source=doc["overheads"][raw["tile_latency"]]["source"] if "tile_latency" in raw else "",
+            tile_latency_s=fill["value"] * UNIT_TO_S[fill["unit"]] if fill else 0.0,
+            tile_latency_source=fill["source"] if fill else "",
             unmodelled_tiles=frozenset(k for k, v in raw["tiles"].items() if not v.get("modelled", True)))
     apis = {}
     for name, a in doc.get("timing_apis", {}).items():

@@ -33,7 +33,8 @@ def family_rows() -> list[dict]:
             "family": fam.name, "units": f"{fmt_list(units)} {fam.unit_name}s",
             "tiles": fmt_list(f"{a}×{b}" for a, b in fam.tiles["default"]) if fam.tiles_modelled else "not modelled",
             "sourced clocks": fmt_list(clocks) if clocks else "none published",
-            "t0 (µs)": fam.overhead_s * 1e6, "tL (µs)": fam.launch_floor_s * 1e6 or None, "η": eta.value,
+            "t0 (µs)": fam.overhead_s * 1e6, "tL (µs)": fam.launch_floor_s * 1e6 or None,
+            "tp (µs)": fam.tile_latency_s * 1e6 or None, "η": eta.value,
             "η FP8": eta8.value if eta8.precision == "fp8" else None,
             "η from": {"family": "its devices", "other families": "other families",
                        "uncalibrated": "not calibrated"}[eta.how]})
@@ -136,7 +137,7 @@ def family_table():
     return table(family_rows(), {
         "family": Col("family", wrap=True), "units": Col("parallel units", wrap=True), "tiles": Col("tiles", wrap=True),
         "sourced clocks": Col("sourced clocks", wrap=True), "t0 (µs)": Col("t₀", "µs", "{:.0f}"),
-        "tL (µs)": Col("launch floor", "µs", "{:.1f}"),
+        "tL (µs)": Col("launch floor", "µs", "{:.1f}"), "tp (µs)": Col("pipeline fill per wave", "µs", "{:.2f}"),
         "η": Col("η", fmt="{:.3f}"), "η from": "η calibrated on"})
 
 
