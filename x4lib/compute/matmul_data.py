@@ -56,7 +56,6 @@ class Family:
     clocks: tuple[Clock, ...]
     uncalibrated_eta: float | None
     tile_latency_s: float = 0.0
-    tile_latency_source: str = ""
     unmodelled_tiles: frozenset = frozenset()
 
     def tiles_for(self, dtype: str) -> tuple[tuple[int, int], ...]:
@@ -148,7 +147,6 @@ def constants(path: Path = MATMUL_PATH) -> Constants:
             tiles_modelled=raw["tiles"]["default"].get("modelled", True),
             clocks=tuple(clocks), uncalibrated_eta=raw.get("uncalibrated_eta"),
             tile_latency_s=fill["value"] * UNIT_TO_S[fill["unit"]] if fill else 0.0,
-            tile_latency_source=fill["source"] if fill else "",
             unmodelled_tiles=frozenset(k for k, v in raw["tiles"].items() if not v.get("modelled", True)))
     apis = {}
     for name, a in doc.get("timing_apis", {}).items():

@@ -664,9 +664,7 @@ def summary() -> dict:
     s["gt_playbook_pick"] = by["playbook"]["playbook"]["pick_within_5pct"]
     s["gt_playbook_groups"] = by["playbook"]["playbook"]["groups"]
     s["gt_playbook_tau"] = by["playbook"]["kendall_tau"]
-    pb_met = {"best": s["gt_playbook_best"] <= validate.LIMITS["playbook_best_pct"],
-              "tau": s["gt_playbook_tau"] >= validate.LIMITS["playbook_tau"],
-              "pick": s["gt_playbook_pick"] >= validate.LIMITS["playbook_pick_groups"]}
+    pb_met = validate.playbook_targets(by["playbook"])
     for k, ok in pb_met.items():
         s[f"gt_playbook_{k}_met"] = "met" if ok else "missed"
     s["gt_playbook_n_met"] = sum(pb_met.values())

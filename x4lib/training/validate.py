@@ -42,6 +42,15 @@ LIMITS = {"korthikanti_pct": 10.0, "vtrain_multi_pct": 15.0, "vtrain_single_pct"
           "playbook_tau": 0.8, "playbook_pick_within_pct": 5.0, "playbook_pick_groups": 20, "published_points": 10.0,
           "published_runs": 13}
 _L = LIMITS
+
+
+def playbook_targets(doc: dict) -> dict[str, bool]:
+    """The Playbook's three targets, each met or not, on its plan-validate entry (best per group, ranking, pick)."""
+    return {"best": doc["playbook"]["best_median_abs_error_pct"] <= _L["playbook_best_pct"],
+            "tau": doc["kendall_tau"] >= _L["playbook_tau"],
+            "pick": doc["playbook"]["pick_within_5pct"] >= _L["playbook_pick_groups"]}
+
+
 TARGETS = {
     "korthikanti": (f"mean |error| <= {_L['korthikanti_pct']:.0f} %",
                     lambda s: s["mean_abs_error_pct"] <= _L["korthikanti_pct"]),
@@ -50,9 +59,7 @@ TARGETS = {
                       lambda s: s["mean_abs_error_pct"] <= _L["vtrain_single_pct"]),
     "playbook": (f"best-per-group median |error| <= {_L['playbook_best_pct']:.0f} %, tau >= {_L['playbook_tau']}, pick "
                  f"within {_L['playbook_pick_within_pct']:.0f} % in >= {_L['playbook_pick_groups']} of 26",
-                 lambda s: (s["playbook"]["best_median_abs_error_pct"] <= _L["playbook_best_pct"]
-                            and s["kendall_tau"] >= _L["playbook_tau"]
-                            and s["playbook"]["pick_within_5pct"] >= _L["playbook_pick_groups"])),
+                 lambda s: all(playbook_targets(s).values())),
     "published": (f"within +-{_L['published_points']:.0f} MFU points on >= {_L['published_runs']} of 17",
                   lambda s: s["within_10_points"] >= _L["published_runs"]),
 }
