@@ -187,6 +187,27 @@ def test_acsctl_in_hex_is_read():
     (["Fixed it by symlinking to /usr/lib/libnccl.so instead of the bundled NCCL."], "report-says-software-version"),
     # turning the IOMMU off is evidence only where the reporter says it fixed the problem
     (["Booting with intel_iommu=off fixed the hang."], "iommu-in-paste"),
+    # the network plugin (aws-ofi-nccl on EFA): NCCL's own line counts where the paste names such a fabric
+    (["Two p5 nodes over EFA.", "h:1:1 [0] NCCL INFO NET/Plugin : No plugin found (libnccl-net.so), using internal "
+      "implementation"], "net-plugin-missing"),
+    (["The image does not include /opt/amazon/aws-ofi-nccl/lib in LD_LIBRARY_PATH."], "net-plugin-missing"),
+    # GPUDirect RDMA: NCCL's line for an HCA without the module, a receive without /GDRDMA, the reporter's words
+    (["h:1:2 [0] NCCL INFO NET/IB : GPU Direct RDMA Disabled for HCA 0 'mlx5_0' (no module)"], "gdr-not-enabled"),
+    (["a:1:2 [0] NCCL INFO Channel 00 : 0[7000] -> 8[7000] [receive] via NET/IB/0"], "gdr-not-enabled"),
+    (["nvidia-peermem is not loaded on the second node"], "gdr-not-enabled"),
+    # InfiniBand: a port below the stated rate, and 4X as a width
+    (["We have 400 Gb/s of bandwidth between the nodes.", "        rate:            100 Gb/sec (4X EDR)"],
+     "ib-port-rate-below-stated"),
+    (["The servers are connected by 4xEDR 100Gbps InfiniBand."], "ib-width-not-adapters"),
+    # across sockets; clocks from NVML and in words; FP32 against FP16; capability figures; the RDMA stack
+    (["P2P between GPUs over QPI is very slow on this server."], "report-says-cross-socket"),
+    (["nvml returns nvmlClocksThrottleReasonSwPowerCap while the kernel runs"], "clock-reason-in-paste"),
+    (["the GPU core frequency drops from 1980 MHz to 1575 MHz when power exceeds the limit"], "report-says-thermal"),
+    (["The FP32 kernel is 10 times slower than the FP16 one."], "tf32-not-enabled"),
+    (["Each NVLink is capable of 600 GB/s, but busbw is ~200 GB/s."], "line-rate-expected"),
+    (["After installing MOFED in the container NCCL uses RDMA."], "report-says-socket"),
+    (["BIOS: IOMMU=Disable, and then it worked"], "iommu-in-paste"),
+    (["It looks like the actual connection speed of GPU 0 is x4."], "report-says-pcie-slot"),
 ])
 def test_general_signals_name_their_rule(lines, rule):
     text = "Some context first.\n\n" + "\n".join(lines) + "\n"
@@ -221,3 +242,17 @@ def test_the_fix_the_reporter_states_names_the_cause_and_a_question_or_advice_do
     # "iommu=off" without a fix is no evidence of an IOMMU problem
     _, got = run("We boot with iommu=off already.\nbusbw 10 GB/s\n")
     assert "iommu-in-paste" not in got
+
+
+def test_the_new_signals_stay_quiet_where_nothing_is_wrong():
+    """Built by this test: NCCL's "No plugin found" on an InfiniBand cluster or a single host (NCCL then uses its own
+    IB transport), a send without GDRDMA (GDR reads are off by default on many systems), ports that add up to the
+    stated rate, GCP's GPUDirect-TCPX (not RDMA), and an ibstat rate line's own "(4X EDR)"."""
+    _, got = run("h:1:1 [0] NCCL INFO NET/Plugin : No plugin found (libnccl-net.so), using internal implementation\n"
+                 "h:1:1 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB ; OOB eth0\n"
+                 "h:1:2 [0] NCCL INFO Channel 00 : 0[7000] -> 8[7000] [send] via NET/IB/0\n"
+                 "h:1:2 [0] NCCL INFO Channel 00 : 8[7000] -> 0[7000] [receive] via NET/IB/0/GDRDMA\n")
+    assert not {"net-plugin-missing", "gdr-not-enabled"} & set(got), sorted(got)
+    _, got = run("Two ports, 400 Gb/s of bandwidth per node.\n        rate:            200 Gb/sec (4X HDR)\n"
+                 "        rate:            200 Gb/sec (4X HDR)\nWe want to enable GPUDirect-TCPX on GCP.\n")
+    assert not {"ib-port-rate-below-stated", "ib-width-not-adapters", "gdr-not-enabled"} & set(got), sorted(got)

@@ -7,7 +7,10 @@ two mechanisms were added after that, looking at the misses of both earlier sets
 cause; a software-version rule: the first set had 5 of 11 before them), so neither is unseen any more. The third set (entries 59-72, held_out_3) was gathered and
 labelled by collectors who never read the rules and scored blind at 4 of 14; four mechanisms were added after that,
 looking at the misses of every set. The fourth set (entries 73-83, held_out_4) was gathered and labelled blind after
-those changes, scored once, and no rule was changed afterwards. The numbers are
+those changes and scored blind at 3 of 11; five mechanisms were added looking at its misses. The fifth set (entries
+84-96, held_out_5) was gathered by collectors who never read the rules while those were written, scored once after
+them (5 of 13), and four more mechanisms were added looking at its misses, so no set is unseen now: the first-seen
+scores are pinned beside the scores now. The numbers are
 pinned so that a rule change shows up here and on the page; the issue's targets (85 % of the corpus, 75 % of the
 held-out quarter) are checked where they are met and recorded where they are not."""
 from pathlib import Path
@@ -21,7 +24,7 @@ CORPUS = Path(__file__).parents[1] / "data" / "doctor" / "corpus"
 
 def test_the_corpus_is_stored_whole_with_provenance_and_a_held_out_quarter():
     entries = dc.corpus()
-    assert len(entries) == 83 and {p.name for p in CORPUS.glob("*.txt")} == {e["file"] for e in entries}
+    assert len(entries) == 96 and {p.name for p in CORPUS.glob("*.txt")} == {e["file"] for e in entries}
     assert [i for i, e in enumerate(entries, 1) if e.get("held_out")] == list(range(4, 46, 4))
     assert [i for i, e in enumerate(entries, 1) if e.get("held_out_2")] == list(range(46, 59))
     assert {e["category"] for e in entries if e.get("held_out_2")} == set(dc.CATEGORY)
@@ -29,6 +32,8 @@ def test_the_corpus_is_stored_whole_with_provenance_and_a_held_out_quarter():
     assert {e["category"] for e in entries if e.get("held_out_3")} == set(dc.CATEGORY)
     assert [i for i, e in enumerate(entries, 1) if e.get("held_out_4")] == list(range(73, 84))
     assert len({e["category"] for e in entries if e.get("held_out_4")}) >= 7
+    assert [i for i, e in enumerate(entries, 1) if e.get("held_out_5")] == list(range(84, 97))
+    assert len({e["category"] for e in entries if e.get("held_out_5")}) >= 8
     assert all(sum(bool(e.get(k)) for k in dc.SETS) <= 1 for e in entries)
     for e in entries:
         assert e["category"] in dc.CATEGORY and e["file"].startswith(e["category"] + "__")
@@ -41,12 +46,14 @@ def test_the_corpus_is_stored_whole_with_provenance_and_a_held_out_quarter():
 
 def test_the_score_is_the_doctors_on_every_case():
     s = dc.summary()
-    assert s["all"] == (60, 83) and s["written_against"] == (34, 34) and s["held_out"] == (7, 11)
+    assert s["all"] == (79, 96) and s["written_against"] == (34, 34) and s["held_out"] == (7, 11)
     assert s["held_out_2"] == (9, 13) and dc.HELD_OUT_2_BLIND == (3, 13) and s["held_out_3"] == (7, 14)
-    assert dc.HELD_OUT_1_BEFORE == (5, 11) and dc.HELD_OUT_3_BLIND == (4, 14) and s["held_out_4"] == (3, 11)
-    assert s["refused"] == 4 and s["refused_held_out"] == 3
-    assert sum(v[1] for v in s["by_category"].values()) == 83 and sum(v[5] for v in s["by_category"].values()) == 13
+    assert dc.HELD_OUT_1_BEFORE == (5, 11) and dc.HELD_OUT_3_BLIND == (4, 14) and s["held_out_4"] == (11, 11)
+    assert dc.HELD_OUT_4_BLIND == (3, 11) and dc.HELD_OUT_5_BLIND == (5, 13) and s["held_out_5"] == (11, 13)
+    assert s["refused"] == 1 and s["refused_held_out"] == 0
+    assert sum(v[1] for v in s["by_category"].values()) == 96 and sum(v[5] for v in s["by_category"].values()) == 13
     assert sum(v[7] for v in s["by_category"].values()) == 14 and sum(v[9] for v in s["by_category"].values()) == 11
+    assert sum(v[11] for v in s["by_category"].values()) == 13
     # every named case quotes the thread's evidence line in a finding of the thread's category
     for r in dc.scores():
         assert r.named == (r.named_category == r.category and r.evidence_found)
@@ -55,19 +62,23 @@ def test_the_score_is_the_doctors_on_every_case():
 def test_the_issue_targets_where_they_stand():
     s = dc.summary()
     assert dc.pct(s["written_against"]) >= 85
-    # not met: 72.3 % of the corpus (target 85 %), 63.6 % of the first held-out quarter and 27.3 % of the fourth
-    # set, the one still held out (target 75 %); reported on the page
-    assert dc.pct(s["all"]) == pytest.approx(72.3) and dc.pct(s["held_out"]) == pytest.approx(63.6)
+    # not met: 82.3 % of the corpus (target 85 %); 63.6 % of the first held-out quarter (target 75 %); on reports
+    # first seen, pooled over the five sets, 20 of 62 (32.3 %); reported on the page
+    assert dc.pct(s["all"]) == pytest.approx(82.3) and dc.pct(s["held_out"]) == pytest.approx(63.6)
     assert dc.pct(s["held_out_3"]) == pytest.approx(50.0) and dc.pct(s["held_out_2"]) == pytest.approx(69.2)
-    assert dc.pct(s["held_out_4"]) == pytest.approx(27.3)
+    first = dc.first_seen_table()
+    assert first.loc["pooled", "named when first seen"] == 20 and first.loc["pooled", "cases"] == 62
+    assert first.loc["pooled", "first seen %"] == pytest.approx(32.3) and first.loc["pooled", "named now"] == 45
+    assert list(first["named when first seen"][:5]) == [5, 3, 4, 3, 5]
 
 
 def test_the_page_tables_and_worked_cases():
     t = dc.category_table()
-    assert t.loc["all", "named"] == 60 and t.loc["held out", "named %"] == pytest.approx(63.6)
+    assert t.loc["all", "named"] == 79 and t.loc["held out", "named %"] == pytest.approx(63.6)
     assert t.loc["second set", "named"] == 9 and t.loc["all", "second set"] == 13
     assert t.loc["third set", "named"] == 7 and t.loc["all", "third set"] == 14
-    assert t.loc["held out 4", "named"] == 3 and t.loc["all", "held out 4"] == 11
+    assert t.loc["fourth set", "named"] == 11 and t.loc["all", "fourth set"] == 11
+    assert t.loc["fifth set", "named"] == 11 and t.loc["all", "fifth set"] == 13
     assert list(t.index[:9]) == list(dc.CATEGORY)
     md = dc.worked_case("numa-socket__ncclt293-a100pcie-nps-gdr.txt")
     assert "NCCL_NET_GDR_LEVEL=SYS" in md and "gdr-level-forced" in md and "source:" in md
@@ -78,4 +89,6 @@ def test_the_page_tables_and_worked_cases():
     cases3 = dc.case_table(held_out_3=True)
     assert len(cases3) == 14 and cases3["named"].sum() == 7
     cases4 = dc.case_table(held_out_4=True)
-    assert len(cases4) == 11 and cases4["named"].sum() == 3
+    assert len(cases4) == 11 and cases4["named"].sum() == 11
+    cases5 = dc.case_table(held_out_5=True)
+    assert len(cases5) == 13 and cases5["named"].sum() == 11

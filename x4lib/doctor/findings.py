@@ -207,7 +207,9 @@ RULE_IDS = ("net-socket-multinode", "net-socket-nodes-unknown", "p2p-not-support
             # pasted text (x4lib.doctor.paste, issue 31)
             "ib-disabled-by-env", "cumem-disabled-no-mnnvl", "report-says-socket", "p2p-through-cpu", "amd-no-peers",
             "p2p-level-loc", "report-says-p2p-off", "topo-flat-virtual", "vm-topology", "iommu-in-paste",
-            "gdr-level-forced", "report-says-nic-pairing", "cpu-binding", "pcie-link-below-another",
+            "gdr-level-forced", "net-plugin-missing", "gdr-not-enabled", "ib-port-rate-below-stated",
+            "ib-width-not-adapters", "report-says-cross-socket", "report-says-nic-pairing", "cpu-binding",
+            "pcie-link-below-another",
             "report-says-pcie-slot", "pcie-aer-errors", "clock-reason-in-paste", "report-says-thermal", "gpu-xid",
             "tf32-not-enabled", "fp16-accumulate-gemm", "cache-flattered", "shape-kernel-choice", "line-rate-expected",
             "sparse-peak-expected",
@@ -219,19 +221,19 @@ RULE_IDS = ("net-socket-multinode", "net-socket-nodes-unknown", "p2p-not-support
 #: evidence before general: a tool's line before the reporter's sentence, a cause before its symptom). Every rule id.
 CAUSE_ORDER = (
     "net-socket-multinode", "ib-disabled-by-env", "net-socket-nodes-unknown", "cumem-disabled-no-mnnvl",
-    "report-says-socket", "rccl-iommu-pt-missing", "acs-enabled", "topo-flat-virtual", "iommu-in-paste",
-    "p2p-through-cpu", "p2p-not-supported", "amd-no-peers", "geforce-no-p2p", "p2p-level-loc",
+    "net-plugin-missing", "report-says-socket", "rccl-iommu-pt-missing", "acs-enabled", "topo-flat-virtual",
+    "iommu-in-paste", "p2p-through-cpu", "report-says-cross-socket", "p2p-not-supported", "amd-no-peers", "geforce-no-p2p", "p2p-level-loc",
     "report-says-p2p-off", "vm-topology", "p2p-disabled-by-env", "topo-no-p2p", "topo-gpu-nic-cross-socket",
-    "topo-gpu-nic-no-gdr", "gdr-level-forced", "report-says-nic-pairing", "cpu-binding", "pcie-width-downgraded",
+    "topo-gpu-nic-no-gdr", "gdr-level-forced", "gdr-not-enabled", "report-says-nic-pairing", "cpu-binding", "pcie-width-downgraded",
     "pcie-link-below-another", "pcie-gen-below-max-busy", "pcie-aer-errors", "report-says-pcie-slot",
-    "pcie-speed-downgraded-check-load", "hw-slowdown", "sw-thermal-slowdown", "power-limit-lowered",
+    "pcie-speed-downgraded-check-load", "ib-port-rate-below-stated", "hw-slowdown", "sw-thermal-slowdown", "power-limit-lowered",
     "clock-reason-in-paste", "report-says-thermal", "sw-power-cap-busy", "clock-low-cause-unrecorded",
     "captured-idle", "remapping-failed", "ecc-uncorrectable", "remapped-rows-pending", "gpu-xid", "mig-enabled",
     "nccl-maxsharedmem", "test-failed", "log-check-failed", "one-rank", "fp32-used-tf32", "tf32-not-enabled",
     "fp16-accumulate-gemm",
     "cache-flattered", "shape-kernel-choice", "rate-above-peak", "matmul-below-expected",
     "memory-bw-below-expected", "no-compute-bound-shape", "lab02-term-off", "nvls-above-line-rate", "two-node-tree",
-    "sparse-peak-expected", "line-rate-expected", "avg-busbw-not-peak", "below-model", "report-says-fabric",
+    "sparse-peak-expected", "ib-width-not-adapters", "line-rate-expected", "avg-busbw-not-peak", "below-model", "report-says-fabric",
     "report-says-software-version",
     "lab02-terms-agree")
 

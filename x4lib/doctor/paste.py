@@ -103,6 +103,31 @@ SIGNALS: tuple[Signal, ...] = (
     _s("nccl-topo-file", "nccl-env", ("nccl_topo_file", "nccl_top_file"), r"NCCL_TOPO?_FILE"),
     _s("nccl-affinity", "nccl-line", "setting affinity for gpu", r"Setting affinity for GPU"),
     _s("nccl-iommu-pt", "nccl-line", "iommu=pt", r"Missing \"iommu=pt\""),
+    # the network plugin (aws-ofi-nccl for EFA, the TCPX/TCPXO plugins on GCP) that NCCL could not load
+    _s("nccl-net-plugin-missing", "nccl-line", "net/plugin",
+       r"NET/Plugin ?: ?(?:No plugin found|Plugin load (?:\(\S{1,60}\) )?returned|Could not find)"),
+    _s("net-plugin-prose", "sentence", ("plugin", "aws-ofi-nccl", "libnccl-net", "ofi"),
+       # the reporter's words, not NCCL's own plugin lines (read above, where a fabric needs the plugin)
+       r"^(?!.{0,200}(?:NCCL (?:INFO|WARN)|/Plugin ?:))(?:.*?)(?:\b(?:OFI|aws-ofi-nccl|libnccl-net\S{0,20}|(?:NCCL |net(?:work)? |EFA |TCPXO? )plugin)\b.{0,60}?\b(?:not (?:found|"
+       r"loaded|installed|present|included|in)|missing|fail\w{0,3}|cannot|can'?t|could not|couldn'?t)\b"
+       r"|\b(?:cannot|can'?t|could not|couldn'?t|fail\w{0,3} to|does not|doesn'?t) (?:find|load|include|open)\b.{0,40}?"
+       r"(?:\bOFI\b|aws-ofi-nccl|libnccl-net|\bnet(?:work)? plugin\b|\bTCPXO? plugin\b))"),
+    _s("plugin-fabric", "sentence", ("efa", "tcpx", "p4d", "p5", "a3-"),
+       r"\bEFA\b|\bTCPXO?\b|\bp4de?\b|\bp5(?:e|en)?\b|\ba3-(?:high|mega|ultra)"),
+    # GPUDirect RDMA: NCCL's line for an HCA without the peer-memory module, and the reporter's words
+    _s("nccl-gdr-off", "nccl-line", "gpu direct rdma disabled for hca",
+       r"NET/(?:IB|UCX|OFI|AWS Libfabric)\s*:\s*GPU Direct RDMA Disabled for HCA"),
+    _s("nccl-gdr-on", "nccl-line", ("gpu direct rdma enabled", "/gdrdma"),
+       r"GPU Direct RDMA (?:\(DMABUF\) )?Enabled for HCA|via NET/\S{1,40}/GDRDMA"),
+    # a receiving channel over the IB transport without "/GDRDMA": that connection stages through host memory. Only
+    # receives: NCCL sends with GPUDirect only where GDR reads are on (NCCL_NET_GDR_READ), so a plain send is normal
+    _s("nccl-net-ib-no-gdr", "nccl-line", "via net/ib/", r"\[receive\] via NET/IB/[0-9]{1,3}(?:/Shared)?\s*$"),
+    _s("gdr-prose", "sentence", ("gdr", "gpudirect", "gpu direct", "peermem", "peer_mem", "peer mem"),
+       # GPUDirect-TCPX(O) is GCP's socket transport, not RDMA
+       r"\b(?:GPU ?Direct(?! ?-?TCPX)(?: RDMA)?|GDR(?:DMA)?)\b.{0,40}?\b(?:not (?:enabled|used|working|supported|active|on)|"
+       r"disabled|off)\b|\b(?:enabl\w{1,3}|turn\w{0,3} on|load\w{0,3}|install\w{0,3})\b.{0,20}?\b(?:the )?(?:GPU ?Direct"
+       r"(?! ?-?TCPX)(?: RDMA)?|GDR(?:DMA)?|nvidia[-_]peermem|nv_peer_mem)\b|\b(?:nvidia[-_]peermem|nv_peer_mem)\b.{0,30}?\b(?:not "
+       r"(?:loaded|found|installed|present)|missing)\b"),
     _s("nccl-info", "nccl-line", ("nccl info", "nccl warn"), r"NCCL (?:INFO|WARN)\b", 0),
     # -- nccl-tests
     _s("nccltests-row", "nccl-tests-row", ("sum", "prod", "max", "min", "avg", "none"),
@@ -112,11 +137,24 @@ SIGNALS: tuple[Signal, ...] = (
        r"# ?Avg bus bandwidth\s*:\s*([0-9]{1,9}(?:\.[0-9]{1,6})?)\b"),
     _s("busbw-prose", "busbw-figure", ("busbw", "bus bandwidth", "algbw"),
        r"(?:busbw|bus ?bandwidth|algbw)\D{0,30}" + _GBPS),
+    # -- InfiniBand port rates: ibstat/ibstatus "rate:", a rate the reporter states, "4X EDR" in words
+    _s("ibstat-rate", "ibstat", "rate:",
+       r"^rate:\s*([0-9]{1,4}) Gb/sec \(([0-9]{1,2})X ?([A-Z]{3})?\)|^Rate:\s*([0-9]{1,4})$", 0),
+    _s("ib-rate-stated", "sentence", ("gb/s", "gbps", "gbit", "gb/sec"),
+       # bits, not bytes: the unit is read case-sensitively (Gb/s, Gbps; not GB/s)
+       r"\b([0-9]{2,4}) ?(?:Gb/s(?:ec)?|Gbps|gbps|Gbit/s)(?![\w/])(?:.{0,40}?\b(?:[Ii]nfini[Bb]and|IB|[Bb]andwidth|[Nn]etwork"
+       r"|NICs?|HCAs?|[Ll]inks?|[Cc]ables?|[Pp]orts?)\b)|\b(?:[Ii]nfini[Bb]and|IB|[Nn]etwork|NICs?|HCAs?)\b.{0,40}?\b"
+       r"([0-9]{2,4}) ?(?:Gb/s(?:ec)?|Gbps|gbps|Gbit/s)(?![\w/])", 0),
+    _s("ib-width-prose", "sentence", ("edr", "hdr", "ndr", "fdr", "xdr", "qdr"),
+       r"(?<![(\w])4 ?[xX×] ?(?:QDR|FDR|EDR|HDR|NDR|XDR)\b"),
     # -- nvidia-smi, power and clocks
-    _s("smi-reason-active", "nvidia-smi", ("power cap", "slowdown", "power_cap", "thermal"),
+    _s("smi-reason-active", "nvidia-smi", ("power cap", "slowdown", "power_cap", "thermal", "nvmlclocks"),
        r"(?:SW Power Cap|HW Slowdown|HW Thermal Slowdown|HW Power Brake Slowdown|SW Thermal Slowdown)\s*:\s*Active"
        r"|clocks_(?:event|throttle)_reasons\.(?:sw_power_cap|hw_slowdown|hw_thermal_slowdown|hw_power_brake"
-       r"_slowdown|sw_thermal_slowdown)\b(?!\s*\[)|\bsw_power_cap\b.{0,40}\bactive\b"),
+       r"_slowdown|sw_thermal_slowdown)\b(?!\s*\[)|\bsw_power_cap\b.{0,40}\bactive\b"
+       # NVML's own names, as a program that asked NVML prints them
+       r"|nvmlClocks(?:Throttle|Event)Reason(?:SwPowerCap|HwSlowdown|HwThermalSlowdown|HwPowerBrakeSlowdown"
+       r"|SwThermalSlowdown)\b"),
     _s("power-limit-set", "sentence", ("-pl", "power-limit", "power limit", "power cap", "capped"),
        r"nvidia-smi\b.{0,20}\s(?:-pl|--power-limit)[= ]?[0-9]{2,4}\b|\bpower[- ](?:limit|cap)\w{0,2}\b.{0,30}"
        r"\b(?:set|lowered|reduced|capped|limited)\b.{0,20}\b[0-9]{2,4} ?W\b|\b(?:capped|limited) (?:at|to) [0-9]{2,4} ?W\b"),
@@ -124,8 +162,10 @@ SIGNALS: tuple[Signal, ...] = (
        r"limit\s*[=:]\s*([0-9]{1,4}(?:\.[0-9]{1,2})?) ?W\W{0,4}default\s*[=:]\s*([0-9]{1,4}(?:\.[0-9]{1,2})?) ?W"),
     _s("smi-summary", "nvidia-smi", ("nvidia-smi", "pwr:usage/cap", "perf  pwr"),
        r"NVIDIA-SMI [0-9]{3}|Pwr:Usage/Cap"),
-    _s("thermal-prose", "sentence", ("overheat", "throttl", "degrees", "°c", "stuck at"),
-       r"overheat|\bthrottl\w{0,5}\b.{0,80}(?:[0-9]{2,3} ?(?:°C|degrees)|clock)|clock\w{0,2} (?:dropped|drops|fell)"
+    _s("thermal-prose", "sentence", ("overheat", "throttl", "degrees", "°c", "stuck at", "mhz", "exceed"),
+       r"\b(?:clocks?|frequenc\w{1,3}|freq)\b.{0,60}?\b(?:reduc\w{1,5}|drop\w{0,3}|decreas\w{1,3}|lower\w{0,3}|fall\w{0,3}|fell)"
+       r"\b.{0,60}?[0-9]{3,4} ?MHz|\bpower\b.{0,40}?\b(?:exceed\w{0,3}|over|above|hit\w{0,3}|reach\w{0,3})\b.{0,20}?"
+       r"\b(?:power )?(?:limit|cap|TDP)\b|overheat|\bthrottl\w{0,5}\b.{0,80}(?:[0-9]{2,3} ?(?:°C|degrees)|clock)|clock\w{0,2} (?:dropped|drops|fell)"
        r".{0,60}MHz|stuck at [0-9]{1,4} ?W\b|\bclocks?\b.{0,40}\b(?:stuck|locked|pinned|capped|never (?:goes|rises|leaves|"
        r"exceeds))\b.{0,40}\b[0-9]{2,4} ?MHz|\b(?:9[0-9]|8[5-9]) ?(?:°C|degrees)"),
     # -- PCIe
@@ -144,6 +184,7 @@ SIGNALS: tuple[Signal, ...] = (
        r"\briser\b|\bvia (?:the )?chipset\b|\bchipset[- ]attached\b|\bdown(?:graded|trained)\b"
        r"|\b(?:x1|x4|x8)\b.{0,30}\b(?:instead of|rather than|not|but|of a possible|vs\.?)\b.{0,20}\bx16\b"
        r"|\b(?:only|runs? at|running at|stuck at|negotiat\w{0,3} (?:at|to)?)\s*(?:PCIe )?(?:x[148]|Gen ?[12]\b|2\.5 ?GT/s)"
+       r"|\b(?:actual|real|negotiated) (?:connection|link|lane)\w{0,1}(?: (?:speed|width))?\b.{0,30}\b(?:is|at) x[148]\b"
        r"|(?<![-0-9.])2\.5 ?GT/s(?![-0-9])"),
     _s("dmesg-aer", "dmesg", "aer", r"\bAER: .{0,40}(?:Corrected|Uncorrected|error)"),
     # -- virtualisation, ACS, IOMMU
@@ -153,10 +194,10 @@ SIGNALS: tuple[Signal, ...] = (
        r"|Proxmox|\b(?:a|the|our|my|in|inside|on|cloud|guest) VMs?\b"),
     _s("dmesg-iommu", "dmesg", ("dmar", "amd-vi", "io_page_fault", "iommu", "acs"),
        r"DMAR: \[?DMA|DMAR:.{0,40}fault|AMD-Vi: .{0,40}IO_PAGE_FAULT|intel_iommu=on|\b(?:amd_)?iommu=on\b"
-       r"|DMAR: IOMMU enabled|\bIOMMU\b.{0,30}\b(?:enabled|is on|turned on)\b|pci=noacs|\bACS\b.{0,40}\b(?:enabled|"
+       r"|DMAR: IOMMU enabled|\bIOMMU\b.{0,30}\b(?:enabled?|is on|turned on)\b|pci=noacs|\bACS\b.{0,40}\b(?:enabled|"
        r"disabl\w{1,3}|on)\b"),
     _s("iommu-off-prose", "sentence", "iommu", r"\b(?:intel_|amd_)?iommu=(?:off|pt)\b|\b(?:disabl\w{1,3}|turn\w{0,3} off)"
-       r"\b.{0,20}\bIOMMU\b|\bIOMMU\b.{0,20}\b(?:disabled|off)\b"),
+       r"\b.{0,20}\bIOMMU\b|\bIOMMU\b.{0,20}\b(?:disabled|off)\b|\bIOMMU\s*=\s*Disabled?\b"),
     _s("dmesg-xid", "dmesg", "xid", r"NVRM: Xid \(.{0,40}\): ([0-9]{1,4})"),
     # -- NUMA, binding
     _s("numa-prose", "sentence", ("bind", "nps", "numa", "numa node", "unbound", "socket"),
@@ -166,6 +207,10 @@ SIGNALS: tuple[Signal, ...] = (
     _s("numactl", "numactl", ("numa node", "available:"),
        r"^NUMA node[0-9]{1,3} CPU\(s\):|^available: [0-9]{1,3} nodes|^node [0-9]{1,3} cpus:"),
     _s("nic-pairing-prose", "sentence", "nic", r"same NIC|wrong NIC|NIC ?[0-9]? is closer"),
+    # the reporter says traffic crosses the link between CPU sockets (QPI/UPI, the I/O hubs of older Intel servers)
+    _s("cross-socket-prose", "sentence", ("qpi", "upi", "ioh", "i/o hub", "inter-socket", "intersocket", "smp interconnect"),
+       r"\b(?:over|across|through|via|crossing|cross) (?:the )?(?:QPI|UPI|inter-?socket (?:link|bus)|SMP interconnect)\b"
+       r"|\b(?:QPI|UPI)\b.{0,60}?\b(?:slow|low|limit\w{0,3}|bottleneck)\b|\bdifferent (?:I/O ?Hubs?|IOHs?)\b"),
     # -- P2P stated in prose, AMD peers
     _s("p2p-prose", "sentence", ("p2p", "peer"),
        r"\bp2p\b.{0,40}\b(?:disabled?|can'?t be enabled|cannot be enabled|not (?:supported|enabled|capable))"
@@ -177,22 +222,29 @@ SIGNALS: tuple[Signal, ...] = (
        r"\s+(?:the\s+)?(?:P2P|peer[- ]to[- ]peer)\b).{0,80}(?:\breach\w{0,3}\b|\bfaster\b|\bimprov\w{0,5}\b"
        r"|\bspeed ?up\b|[0-9] ?GB/s)"),
     _s("amd-no-peers", "rocm-tool", ("peers:false", "no peers found"), r"peers:false|No peers found"),
-    _s("transport-prose", "sentence", ("socket", "instead of", "not us", "without", "fall"),
-       r"\b(?:NCCL|nccl)\b.{0,40}\b(?:using|used|uses|fell back to|falls back to|fallback to)\b.{0,10}\bsocket"
+    _s("transport-prose", "sentence", ("socket", "instead of", "not us", "without", "fall", "no infiniband", "no ib",
+                                       "no rdma", "ofed", "rdma-core", "libibverbs"),
+       r"\b(?:NCCL|nccl)\b.{0,80}?\b(?:using|used|uses|fell back to|falls back to|fallback to)\b.{0,24}?\bsocket"
        r"|\bIB (?:wasn'?t|was not|is not|isn'?t) being used|instead of (?:InfiniBand|IB|RDMA|RoCE|EFA)\b"
        r"|\b(?:TCP|sockets?|ethernet)\b.{0,30}\binstead of\b|\bnot (?:using|use|used) (?:InfiniBand|IB|RDMA|RoCE|EFA|"
-       r"GPUDirect|TCPX)\b|\bwithout (?:RDMA|InfiniBand|EFA|GPUDirect|TCPXO?)\b|\bfalls? back to (?:TCP|sockets?)\b"),
+       r"GPUDirect|TCPX)\b|\bwithout (?:RDMA|InfiniBand|EFA|GPUDirect|TCPXO?)\b|\bfalls? back to (?:TCP|sockets?)\b"
+       # the RDMA stack missing, or the reporter's finding that there was no InfiniBand
+       r"|\bno (?:InfiniBand|IB|RDMA)\b(?! ?(?:device|port)s? (?:found|detected))|\binstall\w{0,3}\s+(?:the\s+)?(?:MOFED|"
+       r"MLNX_OFED|OFED|rdma-core|libibverbs)\b"),
     _s("p2p-cpu-prose", "sentence", ("root port", "pci switch", "pcie switch", "compared to shm"),
        r"separate (?:CPU )?root ports|(?:don'?t|do not) have (?:a )?PCIe? switch|compared to SHM"),
     # -- expectations
     _s("expectation-prose", "sentence", ("line rate", "theor", "claim", "datasheet", "total", "bi-direc",
                                          "bidirec", "advertised", "spec", "peak", "nominal", "rated", "direction",
-                                         "algbw", "% of", "instead of", "according to"),
+                                         "algbw", "% of", "instead of", "according to", "capable of", "aggregate",
+                                         "should"),
        r"line rate|theor\w{0,6}\b|\bclaim\w{0,2}\b|datasheet|\btotal bandwidth\b|\bbi-?directional\b"
        r"|\b(?:advertised|spec(?:ification)?s?|peak|nominal|rated)\b.{0,40}\b(?:[0-9]{2,5} ?(?:GB/s|TB/s|TFLOPS|Gb/s|Gbps)"
        r"|bandwidth|TFLOPS)|\bper direction\b|\buni-?directional\b|\b(?:busbw|algbw)\b.{0,30}\b(?:vs\.?|versus|instead of|compared|rather than|not)\b.{0,20}\b(?:busbw|algbw)\b"
        r"|\b(?:only|just) (?:get(?:ting)? |reach(?:ing)? |achiev\w{1,3} )?(?:about |around |~)?[0-9]{1,3} ?% of\b"
        r"|\binstead of (?:the )?(?:expected )?(?:about |around |~)?[0-9]{1,5}(?:\.[0-9]{1,2})? ?(?:GB/s|GB|Gb/s|Gbps|TB/s)"
+       r"|\b(?:capable of|aggregate (?:bandwidth )?of|should (?:be|get|reach|achieve) (?:at least )?)\s*(?:about |around |~)?"
+       r"[0-9]{1,5}(?:\.[0-9]{1,2})? ?(?:GB/s|TB/s|Gb/s|Gbps)"
        r"|\baccording to (?:the )?(?:official |vendor'?s? |NVIDIA'?s? |AMD'?s? )?(?:documentation|docs|spec\w{0,9}|datasheet)"),
     _s("tflops-figure", "sentence", ("tflop", "tf/s", "tensor core", "flops"), r"TFLOPS|TF/s|Tensor Core|FLOPS"),
     _s("fabric-prose", "sentence", ("fabric", "between nodes"),
@@ -219,6 +271,9 @@ SIGNALS: tuple[Signal, ...] = (
        r"TensorFloat32 tensor cores|set_float32_matmul_precision|allow_tf32\s*=\s*False|\bhighest\b\s*\(default\)"
        r"|\bTF32\b.{0,30}\b(?:off|disabled|not enabled|False)\b|\b(?:fp32|float32)\b.{0,40}\b(?:instead of|rather than"
        r"|not)\b.{0,20}\b(?:tf32|bf16|fp16|half)\b"),
+    _s("fp32-slow-prose", "sentence", ("fp32", "float32", "full precision", "single precision"),
+       r"\b(?:FP32|float32|full precision|single precision)\b.{0,80}?(?:\b[0-9]{1,3}(?:\.[0-9])? ?(?:x|×|times) slower\b"
+       r"|\bslower\b.{0,30}?\b(?:FP16|BF16|half|TF32)\b|\bmuch (?:more time|longer|slower)\b|\(x ?[0-9]{1,3}\))"),
     _s("fp16-compute-gemm", "sentence", ("hgemm", "compute_type", "computetype"),
        r"\b(?:hipblas|rocblas_)hgemm\b|--compute_type\s+(?:h|f16_r)\b"
        r"|compute_?type\s*[=:]\s*(?:h|f16_r|HIPBLAS_R_16F|HIPBLAS_COMPUTE_16F|rocblas_datatype_f16_r)\b"),
@@ -237,7 +292,7 @@ SIGNALS: tuple[Signal, ...] = (
 FRAGMENTS = {"nccl-line": "NCCL/RCCL lines", "nccl-env": "NCCL_* variables", "nccl-tests-row": "nccl-tests rows",
              "busbw-figure": "busbw figures", "nvidia-smi": "nvidia-smi output", "lspci": "lspci lines",
              "dmesg": "dmesg lines", "numactl": "numactl/lscpu lines", "rocm-tool": "ROCm tool lines",
-             "pytorch": "PyTorch settings", "sentence": "the reporter's sentences"}
+             "pytorch": "PyTorch settings", "ibstat": "ibstat lines", "sentence": "the reporter's sentences"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -423,6 +478,18 @@ def findings(sc: Scan, skip: frozenset = frozenset()) -> list[Finding]:
         add("cumem-disabled-no-mnnvl", sc.lines_of("nccl-cumem-off"))
     if not sc.has("nccl-socket", "nccl-ib-nodevice", "nccl-ib-disable", "nccl-net-socket-env"):
         add("report-says-socket", sc.lines_of("transport-prose"))
+    # the network plugin NCCL could not load: NCCL then tries its own IB transport, then sockets (init.cc). Harmless
+    # on an InfiniBand cluster or a single host, so NCCL's own "No plugin found" line counts only where the paste
+    # names a fabric that needs a plugin (AWS EFA, GCP TCPX/TCPXO); the reporter's words count alone
+    plugin = sc.lines_of("net-plugin-prose") + (sc.lines_of("nccl-net-plugin-missing") if sc.has("plugin-fabric")
+                                                else [])
+    if plugin:
+        add("net-plugin-missing", plugin + sc.lines_of("nccl-socket", "nccl-net-socket-env", "transport-prose"))
+    # GPUDirect RDMA off: the NIC reads and writes host memory, and every transfer is staged through it
+    if not sc.has("nccl-socket", "nccl-ib-nodevice"):
+        add("gdr-not-enabled", sc.lines_of("nccl-gdr-off", "gdr-prose", "nccl-net-ib-no-gdr"),
+            "some HCAs have it (GPU Direct RDMA Enabled / GDRDMA lines too)" if sc.has("nccl-gdr-on") else "")
+    _ib_rates(sc, add)
     # P2P through the CPU (enabled, but across root ports)
     if (p2p_on or sc.has("nccl-p2p-level-sys")) and sc.has("p2p-cpu-prose", "nccl-p2p-level-sys"):
         add("p2p-through-cpu", sc.lines_of("nccl-via-p2p", "nccl-p2p-level-sys", "p2p-cpu-prose", "nccl-p2p-disable"))
@@ -488,6 +555,7 @@ def findings(sc: Scan, skip: frozenset = frozenset()) -> list[Finding]:
     add("gdr-level-forced", sc.lines_of("nccl-gdr-level"))
     add("topo-gpu-nic-no-gdr", sc.lines_of("nccl-gdr-distance"))
     add("cpu-binding", sc.lines_of("numa-prose"))
+    add("report-says-cross-socket", sc.lines_of("cross-socket-prose"))
     add("report-says-nic-pairing", sc.lines_of("nic-pairing-prose"))
     # expectations
     if sc.has("expectation-prose"):
@@ -508,7 +576,7 @@ def findings(sc: Scan, skip: frozenset = frozenset()) -> list[Finding]:
                 Quantity(peak[1], "GB/s", f"busbw of the best row (line {peak[0]})"))
             break
     # dtype, shape, cache
-    add("tf32-not-enabled", sc.lines_of("tf32-off"))
+    add("tf32-not-enabled", sc.lines_of("tf32-off", "fp32-slow-prose"), *_fp32_ratio(sc))
     add("fp16-accumulate-gemm", sc.lines_of("fp16-compute-gemm"))
     add("cache-flattered", sc.lines_of("cache-flattered"))
     add("shape-kernel-choice", sc.lines_of("shape-kernel"))
@@ -517,6 +585,45 @@ def findings(sc: Scan, skip: frozenset = frozenset()) -> list[Finding]:
     add("report-says-fabric", sc.lines_of("fabric-prose"))
     add("report-says-software-version", sc.lines_of("software-prose"))
     return out
+
+
+def _ib_rates(sc: Scan, add) -> None:
+    """InfiniBand port rates. An ``ibstat`` port that negotiated below the rate the report states (with fewer ports
+    shown than would add up to it) is a cable or configuration problem; "4X EDR" in words is one port's width (four
+    lanes), not four adapters (IBTA: HDR is four lanes of 50 Gb/s)."""
+    rates = [(i, int(m.group(1) or m.group(4)), m.group(2), m.group(3)) for i, m in sc.hits.get("ibstat-rate", ())]
+    said = [(i, int(m.group(1) or m.group(2))) for i, m in sc.hits.get("ib-rate-stated", ())
+            if i not in {r[0] for r in rates}]
+    if rates and said:
+        j, claim = max(said, key=lambda x: x[1])
+        low = min(rates, key=lambda r: r[1])
+        if low[1] < claim and len({r[0] for r in rates}) * low[1] < claim:
+            add("ib-port-rate-below-stated", [low[0], j],
+                f"{len(rates)} port rate(s) shown, the lowest {low[1]} Gb/s"
+                + (f" ({low[2]}X {low[3]})" if low[3] else "") + f"; the report states {claim} Gb/s",
+                Quantity(low[1] / 8, "GB/s", f"line rate per direction of the port on line {low[0]}"),
+                Quantity(claim / 8, "GB/s", f"the {claim} Gb/s stated on line {j}, per direction"))
+    for i, m in sc.hits.get("ib-width-prose", ())[:1]:
+        gbps = [int(x) for x in re.findall(r"\b([0-9]{2,4}) ?(?:Gb/s|Gbps|gbps|Gbit)", sc.lines.lines[i - 1][:MAX_LINE])]
+        add("ib-width-not-adapters", [i], f"{m.group(0)}: one port of four lanes"
+            + (f", {gbps[0]} Gb/s = {gbps[0] / 8:g} GB/s per direction" if gbps else ""),
+            _first_busbw(sc), Quantity(gbps[0] / 8, "GB/s", "line rate per direction of one such port") if gbps else None)
+
+
+def _fp32_ratio(sc: Scan) -> tuple[str, Quantity | None, Quantity | None]:
+    """For FP32 against FP16 on a named data-center GPU: (detail, the FP32 peak, the FP16 dense tensor peak)."""
+    from x4lib.catalog import specs
+    named = _device_named(sc.lines)
+    if named is None:
+        return "", None, None
+    dev = specs.get(named[1])
+    fp32, fp16 = dev.get("fp32_tflops"), dev.get("fp16_dense_tflops")
+    if not (fp32 and fp16):
+        return "", None, None
+    return (f"{named[0]}: FP32 {fp32.value:g} TFLOP/s without tensor cores, FP16 {fp16.value:g} dense: "
+            f"{fp16.value / fp32.value:.0f}× apart (catalog {dev.id})",
+            Quantity(fp32.value, "TFLOP/s", f"catalog {dev.id} FP32 peak ({fp32.source})"),
+            Quantity(fp16.value, "TFLOP/s", f"catalog {dev.id} FP16 dense peak ({fp16.source})"))
 
 
 def _first_busbw(sc: Scan) -> Quantity | None:

@@ -4,9 +4,11 @@ tests/data/README.md), scored by category, on the held-out quarter of the first 
 on a second set (``held_out_2``: 13 cases gathered after the rules were generalised and scored blind at
 :data:`HELD_OUT_2_BLIND`; two mechanisms were added after that score, partly from its misses, so it is no longer
 held out), on a third set (``held_out_3``: gathered and labelled by a collector who never read the rules, scored
-blind at :data:`HELD_OUT_3_BLIND`; four mechanisms were added after that, looking at the misses of all sets) and on a
-fourth held-out set (``held_out_4``: gathered and labelled blind after those changes, scored once, no rule changed
-afterwards).
+blind at :data:`HELD_OUT_3_BLIND`; four mechanisms were added after that, looking at the misses of all sets), on a
+fourth (``held_out_4``, blind :data:`HELD_OUT_4_BLIND`, then five mechanisms) and a fifth (``held_out_5``, gathered
+by collectors who never read the rules while those five were written, scored once after them at
+:data:`HELD_OUT_5_BLIND`, then four more mechanisms). No set is unseen now: :func:`first_seen_table` sets each set's
+first score beside its score now, pooled.
 
 A case counts as named when the input's named cause (``InputReport.named_cause``: the most severe finding, then
 ``x4lib.doctor.findings.CAUSE_ORDER``) is in the thread's category **and** a finding of that category quotes the
@@ -31,8 +33,20 @@ HELD_OUT_2_BLIND = (3, 13)
 #: the misses of every set: a reader's finding also quotes the pasted lines that show the same thing; a cue inside a
 #: longer cue is no longer lost; P2P turned back on with a better figure; an FP16-accumulate GEMM on AMD's matrix cores
 HELD_OUT_3_BLIND = (4, 14)
+#: the fourth set's blind score (commit d063384 and before), before the five mechanisms added on 2026-11-27 looking at
+#: its misses: a network plugin not loaded; GPUDirect RDMA off; an InfiniBand port below the stated rate; "4X" as a
+#: port width; traffic across CPU sockets (and wider prose for clock drops, FP32 slowness, capability figures)
+HELD_OUT_4_BLIND = (3, 11)
+#: the fifth set's blind score (commit after d063384, with the five mechanisms above), before four more added looking at
+#: its misses: IB receives without GDRDMA; NVML's reason names; the RDMA stack missing; a link width stated in words
+HELD_OUT_5_BLIND = (5, 13)
 #: the held-out sets in the order they were gathered (corpus.yaml keys)
-SETS = ("held_out", "held_out_2", "held_out_3", "held_out_4")
+SETS = ("held_out", "held_out_2", "held_out_3", "held_out_4", "held_out_5")
+#: the latest set (the page counts its refusals)
+LAST_SET = "held_out_5"
+#: each set's score when it was first run, before any rule was written looking at it (key -> (named, cases))
+FIRST_SCORES = {"held_out": HELD_OUT_1_BEFORE, "held_out_2": HELD_OUT_2_BLIND, "held_out_3": HELD_OUT_3_BLIND,
+                "held_out_4": HELD_OUT_4_BLIND, "held_out_5": HELD_OUT_5_BLIND}
 
 #: the corpus's categories (the issue's names) -> the doctor's categories (x4lib.doctor.findings.CATEGORIES)
 CATEGORY = {"transport-fallback": "tcp-fallback", "p2p-off": "p2p-disabled", "pcie-downtrained": "pcie-downtrained",
@@ -50,6 +64,7 @@ class CaseScore:
     held_out_2: bool
     held_out_3: bool
     held_out_4: bool
+    held_out_5: bool
     evidence_lines: tuple[int, ...]  # where the case's evidence line is in the text
     named_category: str | None  # the doctor's named cause, in the corpus's vocabulary (None: nothing, or exit 2)
     named_rule: str | None
@@ -86,7 +101,8 @@ def score_case(entry: dict) -> CaseScore:
     ev = any(e.line in where for f in found if f.category == want for e in f.evidence)
     exit_code = 2 if report is None else doctor.Report(tuple(found), (report,)).exit_code
     return CaseScore(entry["file"], entry["source"], entry["category"], bool(entry.get("held_out")),
-                     bool(entry.get("held_out_2")), bool(entry.get("held_out_3")), bool(entry.get("held_out_4")), where,
+                     bool(entry.get("held_out_2")), bool(entry.get("held_out_3")), bool(entry.get("held_out_4")),
+                     bool(entry.get("held_out_5")), where,
                      back[cause["category"]] if cause else None, cause["rule"] if cause else None, ev, exit_code)
 
 
@@ -111,8 +127,24 @@ def summary() -> dict:
     return {"all": count(s), "written_against": count(r for r in s if not any(getattr(r, k) for k in SETS)),
             **{k: count(r for r in s if getattr(r, k)) for k in SETS},
             "refused": sum(r.exit_code == 2 for r in s),
-            "refused_held_out": sum(r.exit_code == 2 for r in s if r.held_out_4),
+            "refused_held_out": sum(r.exit_code == 2 for r in s if getattr(r, LAST_SET)),
             "by_category": by}
+
+
+def first_seen_table():
+    """Each held-out set's score when the doctor first ran on it (before any rule looked at it) beside its score now,
+    and the sets pooled: the honest measure of how the doctor does on a report it has not seen (pandas)."""
+    import pandas as pd
+    sm = summary()
+    labels = ("first quarter", "second set", "third set", "fourth set", "fifth set")
+    rows = [{"set": lab, "cases": FIRST_SCORES[k][1], "named when first seen": FIRST_SCORES[k][0],
+             "first seen %": pct(FIRST_SCORES[k]), "named now": sm[k][0], "now %": pct(sm[k])}
+            for lab, k in zip(labels, SETS)]
+    first = tuple(sum(FIRST_SCORES[k][j] for k in SETS) for j in (0, 1))
+    now = tuple(sum(sm[k][j] for k in SETS) for j in (0, 1))
+    rows.append({"set": "pooled", "cases": first[1], "named when first seen": first[0], "first seen %": pct(first),
+                 "named now": now[0], "now %": pct(now)})
+    return pd.DataFrame(rows).set_index("set")
 
 
 def pct(pair: tuple[int, int]) -> float:
@@ -123,8 +155,8 @@ def category_table():
     """The score by category (pandas), with the totals as the last rows."""
     import pandas as pd
     sm = summary()
-    sets = ("held out", "second set", "third set", "held out 4")   # sets 2 and 3 are no longer held out (blind
-    # scores: HELD_OUT_2_BLIND, HELD_OUT_3_BLIND)
+    sets = ("held out", "second set", "third set", "fourth set", "fifth set")   # only the fifth is still unseen
+    # (blind scores of the others: HELD_OUT_1_BEFORE, HELD_OUT_2_BLIND, HELD_OUT_3_BLIND, HELD_OUT_4_BLIND)
     rows = []
     for c, v in sm["by_category"].items():
         row = {"category": c, "cases": v[1], "named": v[0], "named %": pct((v[0], v[1]))}
@@ -132,8 +164,8 @@ def category_table():
             row[label], row[f"{label} named"] = v[3 + 2 * j], v[2 + 2 * j]
         rows.append(row)
     for label, key in (("written against (not held out)", "written_against"), ("held out", "held_out"),
-                       ("second set", "held_out_2"), ("third set", "held_out_3"), ("held out 4", "held_out_4"),
-                       ("all", "all")):
+                       ("second set", "held_out_2"), ("third set", "held_out_3"), ("fourth set", "held_out_4"),
+                       ("fifth set", "held_out_5"), ("all", "all")):
         k, n = sm[key]
         row = {"category": label, "cases": n, "named": k, "named %": pct((k, n))}
         for s_label, s_key in zip(sets, SETS):
@@ -144,7 +176,7 @@ def category_table():
 
 
 def case_table(held_out: bool | None = None, held_out_2: bool | None = None, held_out_3: bool | None = None,
-               held_out_4: bool | None = None):
+               held_out_4: bool | None = None, held_out_5: bool | None = None):
     """One row per case: the thread's category, what the doctor named, whether the evidence line was quoted
     (``held_out``/``held_out_2``/``held_out_3``: only the cases of that set, or only the others)."""
     import pandas as pd
@@ -152,11 +184,12 @@ def case_table(held_out: bool | None = None, held_out_2: bool | None = None, hel
                           "doctor names": r.named_category or ("refused (exit 2)" if r.exit_code == 2 else "nothing"),
                           "rule": r.named_rule or "", "evidence line quoted": r.evidence_found,
                           "named": r.named, "held out": r.held_out, "second set": r.held_out_2,
-                          "third set": r.held_out_3, "held out 4": r.held_out_4}
+                          "third set": r.held_out_3, "fourth set": r.held_out_4, "fifth set": r.held_out_5}
                          for r in scores() if (held_out is None or r.held_out == held_out)
                          and (held_out_2 is None or r.held_out_2 == held_out_2)
                          and (held_out_3 is None or r.held_out_3 == held_out_3)
-                         and (held_out_4 is None or r.held_out_4 == held_out_4)]).set_index("case")
+                         and (held_out_4 is None or r.held_out_4 == held_out_4)
+                         and (held_out_5 is None or r.held_out_5 == held_out_5)]).set_index("case")
 
 
 def worked_case(file: str, context: int = 2) -> str:
