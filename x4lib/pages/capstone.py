@@ -5,9 +5,9 @@ from __future__ import annotations
 import dataclasses
 import functools
 from types import MappingProxyType
-from typing import Mapping
+from typing import Mapping, Sequence
 
-from x4lib.training import memory, mfu, planner
+from x4lib.training import ground_truth as gt, memory, mfu, planner
 from x4lib.catalog import specs
 from x4lib.book.tables import Col, table
 
@@ -166,7 +166,6 @@ def _stack_best(device: str, gpus: int, model: planner.Model) -> StackPlan | Non
 @functools.lru_cache(maxsize=1)
 def fitted_devices() -> frozenset:
     """The devices of the public ground truth the stack model's constants are fitted on."""
-    from x4lib.training import ground_truth as gt
     return frozenset(r.device.id for src in gt.SOURCES for r in gt.rows(src))
 
 
@@ -174,7 +173,6 @@ def fitted_devices() -> frozenset:
 def band() -> dict:
     """The stack model's leave-one-source-out residuals (predicted − published, MFU points) on the published H100
     runs: every headline's uncertainty."""
-    from x4lib.training import ground_truth as gt
     pub = {d["source"]: d for d in ground_truth_report()["sources"]}["published"]
     h100 = {r.row_id for r in gt.rows("published") if r.device.id == "h100-sxm"}
     res = [r["points"] for r in pub["runs"] if r["id"] in h100]
@@ -289,9 +287,11 @@ def checks() -> tuple:
     return tuple(planner.validation())
 
 
-def validation_rows() -> list[dict]:
+def validation_rows(runs: Sequence[Mapping] | None = None) -> list[dict]:
+    """The planner on each of ``runs`` (training_runs.yaml entries, default: every published run) against the MFU
+    the run reached."""
     rows = []
-    for c in checks():
+    for c in (checks() if runs is None else [planner.check_run(r) for r in runs]):
         r, p = c.run, c.plan
         res = c.residual_pp
         rows.append({"run": r["run"], "id": r["id"], "source": r["source"], "device": r["device"], "gpus": r["gpus"],
@@ -303,8 +303,8 @@ def validation_rows() -> list[dict]:
     return rows
 
 
-def validation_table():
-    return table(validation_rows(), {
+def validation_table(runs: Sequence[Mapping] | None = None):
+    return table(validation_rows(runs), {
         "id": "run", "source": "source", "gpus": Col("GPUs", None, "{:,}"), "layout": Col("layout", wrap=True),
         "stated": Col("stated", "%", "{:.1f}"), "published": Col("published, 6ND", None, "{:.1%}"),
         "predicted": Col("planner", None, "{:.1%}"), "residual": Col("residual", "points", "{:+.1f}"),
@@ -361,9 +361,10 @@ def plan_rows(sp: StackPlan) -> list[dict]:
 BATCH_MI = (1, 2, 4, 8, 16)
 
 
-def explorer():
+def explorer(model: str = "70B (chapter 00)", device: str = "h100-sxm", gpus: int = 256, batch_mi: int | None = None):
     """Model, device, GPU count, global batch (Mi tokens per step) and (optionally) fixed degrees → of the layouts
-    that fit, the one the stack model times fastest."""
+    that fit, the one the stack model times fastest. The controls start at ``model`` (a key of MODELS), ``device``,
+    ``gpus`` and ``batch_mi`` (default: chapter 00's batch)."""
     import ipywidgets as w
     from IPython.display import display
 
@@ -383,10 +384,10 @@ def explorer():
 
     auto = ["auto", "1", "2", "4", "8"]
     return w.interactive(
-        show, model=w.Dropdown(options=list(MODELS), value="70B (chapter 00)", description="model"),
-        device=w.Dropdown(options=list(DEVICES) + ["a100-sxm-80gb"], value="h100-sxm", description="device"),
-        gpus=w.Dropdown(options=[8, 16, 32, 64, 128, 256, 512, 1024, 2048], value=256, description="GPUs"),
-        batch_mi=w.Dropdown(options=BATCH_MI, value=batch_tokens() // 2**20, description="batch (Mi tok)"),
+        show, model=w.Dropdown(options=list(MODELS), value=model, description="model"),
+        device=w.Dropdown(options=list(DEVICES) + ["a100-sxm-80gb"], value=device, description="device"),
+        gpus=w.Dropdown(options=[8, 16, 32, 64, 128, 256, 512, 1024, 2048], value=gpus, description="GPUs"),
+        batch_mi=w.Dropdown(options=BATCH_MI, value=batch_mi or batch_tokens() // 2**20, description="batch (Mi tok)"),
         tp=w.Dropdown(options=auto, value="auto", description="TP"),
         pp=w.Dropdown(options=auto + ["16"], value="auto", description="PP"),
         cp=w.Dropdown(options=auto, value="auto", description="CP"),
@@ -419,16 +420,21 @@ def explorer_fallback_table(gpus=(64, 1024)):
 
 # ------------------------------------------------------------------------------------------ public ground truth
 
-@functools.lru_cache(maxsize=1)
-def ground_truth_report() -> dict:
-    """``plan-validate --json`` over every source (x4lib.training.validate), leave-one-source-out."""
-    from x4lib.training import ground_truth as gt, validate
-    return validate.report(gt.SOURCES)
+def ground_truth_report(sources: Sequence[str] = gt.SOURCES) -> dict:
+    """``plan-validate --json`` over ``sources`` (default: every source; x4lib.training.validate),
+    leave-one-source-out."""
+    return _report(tuple(sources))
 
 
-def ground_truth_rows() -> list[dict]:
+@functools.lru_cache(maxsize=8)
+def _report(sources: tuple) -> dict:
+    from x4lib.training import validate
+    return validate.report(sources)
+
+
+def ground_truth_rows(sources: Sequence[str] = gt.SOURCES) -> list[dict]:
     out = []
-    for d in ground_truth_report()["sources"]:
+    for d in ground_truth_report(sources)["sources"]:
         peer = d["peer"]
         err = (f"{d['mfu_points']['mean_abs']:.1f} MFU points" if d["mfu_points"]
                else f"{d['mean_abs_error_pct']:.1f} %")
@@ -439,8 +445,8 @@ def ground_truth_rows() -> list[dict]:
     return out
 
 
-def ground_truth_table():
-    return table(ground_truth_rows(), {
+def ground_truth_table(sources: Sequence[str] = gt.SOURCES):
+    return table(ground_truth_rows(sources), {
         "source": "source", "rows": Col("rows", None, "{:,}"), "error": Col("mean |error|"),
         "bias": Col("signed bias", "%", "{:+.1f}"), "within": Col("within 10 %", None, "{:.0%}"),
         "tau": Col("ranking τ", None, "{:.2f}"), "peer": Col("the peer's own error", wrap=True),
@@ -475,7 +481,7 @@ def overlap_bound() -> dict:
     reaches with and without the bound, and on the published runs the NeMo residuals (MFU points) and the runs within
     the ±10-point band, both ways."""
     import math
-    from x4lib.training import ground_truth as gt, validate
+    from x4lib.training import validate
     free = [validate.loso_constants(src, "", math.inf).overlapped for src in gt.SOURCES]
     bound = [validate.loso_constants(src).overlapped for src in gt.SOURCES]
     out = {"max": validate.OVERLAP_MAX, "sources": len(gt.SOURCES), "free_lo": min(free), "free_hi": max(free),
@@ -491,15 +497,16 @@ def overlap_bound() -> dict:
     return out
 
 
-@functools.lru_cache(maxsize=1)
-def playbook_by_nodes() -> dict:
+@functools.lru_cache(maxsize=8)
+def playbook_by_nodes(source: str = "playbook") -> dict:
     """The Playbook's misses by node count (leave-one-source-out, as plan-validate scores them): per node count the
     groups, the median error of each group's measured best layout, of every layout, and of the layouts whose tensor
     parallelism crosses nodes; and the models whose measured best got slower from the second-largest node count to
-    the largest (error: t_predicted / t_measured − 1, negative = predicted too fast)."""
+    the largest (error: t_predicted / t_measured − 1, negative = predicted too fast). ``source``: the ground-truth
+    source scored (default: the Playbook's)."""
     import statistics
     from x4lib.training import validate
-    sc = validate.scored("playbook")
+    sc = validate.scored(source)
     nodes = lambda x: x.row.gpus // x.row.gpus_per_node  # noqa: E731
     bests = [min(g, key=lambda x: x.row.measured_step_s) for g in validate._groups(sc).values()]
     rows = []
@@ -519,10 +526,10 @@ def playbook_by_nodes() -> dict:
             "cross_all": statistics.median(x.error for x in sc if x.row.setup.tp > x.row.gpus_per_node)}
 
 
-def playbook_nodes_table():
+def playbook_nodes_table(source: str = "playbook"):
     def pct(v):
         return "-" if v is None else f"{100 * v:+.0f}"
-    return table(playbook_by_nodes()["rows"], {
+    return table(playbook_by_nodes(source)["rows"], {
         "nodes": "nodes (8 H100 each)", "groups": "model groups",
         "best": Col("each group's measured best: median error", "%", pct),
         "all": Col("every layout: median error", "%", pct),

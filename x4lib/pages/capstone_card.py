@@ -142,9 +142,10 @@ def anchors() -> dict:
     return out
 
 
-def card_rows() -> list[dict]:
-    """The answer card as one table: each rule, its one line of arithmetic and what it says for this run."""
-    c = card()
+def card_rows(c: dict | None = None) -> list[dict]:
+    """The answer card as one table: each rule, its one line of arithmetic and what it says for this run (``c``: the
+    card's numbers, default :func:`card`)."""
+    c = c or card()
     return [
         {"rule": "memory floor",
          "arithmetic": f"{c['card_params_b']:.0f}e9 × {c['card_bpp']:.0f} B = {c['card_state_tb']:.2f} TB "
@@ -173,15 +174,16 @@ def card_rows() -> list[dict]:
     ]
 
 
-def card_table():
-    return table(card_rows(), {"rule": "rule", "arithmetic": Col("one line of arithmetic (H100, BF16 dense, "
+def card_table(c: dict | None = None):
+    return table(card_rows(c), {"rule": "rule", "arithmetic": Col("one line of arithmetic (H100, BF16 dense, "
                                                                   "rates per direction)", wrap=True),
                                "says": Col("for the 70B run on 1024 GPUs", wrap=True)})
 
 
-def check_rows() -> list[dict]:
-    """The plan, its range, the anchors and the final range side by side (MFU in the 6ND convention)."""
-    c, a = card(), anchors()
+def check_rows(c: dict | None = None) -> list[dict]:
+    """The plan, its range, the anchors and the final range side by side (MFU in the 6ND convention; ``c``: the
+    card's numbers, default :func:`card`)."""
+    c, a = c or card(), anchors()
     rows = [{"what": "the planner alone (hardware only)", "layout": capstone.headline()["planner_layout"],
              "gpus": GPUS, "batch": c["card_batch_mi"], "mfu": c["card_planner_mfu"],
              "reason": "an upper bound: no launches, no compute lost to overlap"},
@@ -204,8 +206,8 @@ def check_rows() -> list[dict]:
     return rows
 
 
-def check_table():
-    return table(check_rows(), {
+def check_table(c: dict | None = None):
+    return table(check_rows(c), {
         "what": Col("plan or run", wrap=True), "layout": Col("layout", wrap=True), "gpus": Col("GPUs", None, "{:,}"),
         "batch": Col("global batch", "Mi tokens", "{:.0f}"), "mfu": Col("MFU (6ND)", "%", "{:.1f}"),
         "range": Col("range"), "reason": Col("why it sits there", wrap=True)})

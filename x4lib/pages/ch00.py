@@ -50,11 +50,14 @@ GIVEN_MEANINGS = {
 SOURCED_KEYS = ("mfu", "usd_per_gpu_hour", "usd_per_kwh", "pue")
 
 
-def givens_rows() -> list[dict]:
-    """The quiz's givens: stated assumptions, not facts (large counts in scientific notation)."""
+def givens_rows(givens: Mapping | None = None) -> list[dict]:
+    """The quiz's givens (default :func:`quiz_givens`): stated assumptions, not facts (large counts in scientific
+    notation)."""
+    givens = quiz_givens() if givens is None else givens
+
     def show(v):
         return f"{v:.3g}" if isinstance(v, float) and abs(v) >= 1e6 else str(v)
-    return [{"given": k, "value": show(v), "meaning": GIVEN_MEANINGS.get(k, "")} for k, v in quiz_givens().items()]
+    return [{"given": k, "value": show(v), "meaning": GIVEN_MEANINGS.get(k, "")} for k, v in givens.items()]
 
 
 
@@ -101,12 +104,13 @@ def economics_ref(key: str) -> Mapping:
     return economics.sourced()["reference_points"][key]
 
 
-def training_explorer():
-    """Sliders for the quiz's givens → the estimate table (:func:`summary_row`)."""
+def training_explorer(start: Mapping | None = None):
+    """Sliders for the quiz's givens, starting at ``start`` (default :func:`quiz_givens`; a partial mapping
+    overrides those givens only) → the estimate table (:func:`summary_row`)."""
     import ipywidgets as w
     from IPython.display import display
 
-    g = quiz_givens()
+    g = {**quiz_givens(), **(start or {})}
     gpu_ids = [d.id for d in specs.load_catalog().values() if "bf16_dense_tflops" in d.values and "tdp_w" in d.values]
 
     def show(params_b, tokens_t, n_gpus, device, mfu, usd_per_gpu_hour):
@@ -281,9 +285,9 @@ def catalog_table(device_ids: list[str]):
         "memory bw (GB/s)": Col("memory bandwidth", "GB/s", "{:,.0f}"), "max power (W)": Col("max power", "W", "{:,.0f}")})
 
 
-def givens_table():
+def givens_table(givens: Mapping | None = None):
     from x4lib.book.tables import Col, table
-    return table(givens_rows(), {"given": "given", "value": "value", "meaning": Col("meaning", wrap=True)})
+    return table(givens_rows(givens), {"given": "given", "value": "value", "meaning": Col("meaning", wrap=True)})
 
 
 def sourced_table(device: str = "h100-sxm"):

@@ -46,9 +46,10 @@ def peak_rows() -> list[dict]:
     return [_peak_row(c) for c in peaks.check_catalog()]
 
 
-def peak_table():
-    """One row per architecture (its main dtype) and, collapsed, every (device, dtype) rebuilt."""
-    compact = [_peak_row(peaks.check(d, MAIN_DTYPE.get(d, "bf16"))) for d in ARCHITECTURES]
+def peak_table(devices=ARCHITECTURES, dtype_of=MAIN_DTYPE):
+    """One row per device of ``devices`` (at its dtype in ``dtype_of``, else BF16) and, collapsed, every
+    (device, dtype) rebuilt."""
+    compact = [_peak_row(peaks.check(d, dtype_of.get(d, "bf16"))) for d in devices]
     keys = ["device", "dtype", "units", "flop_per_clock", "clock_mhz", "clock_kind", "computed", "catalog", "ratio",
             "status"]
     full = peak_rows()
@@ -76,20 +77,22 @@ def peak_summary() -> dict:
             "tolerance_pct": 100 * peaks.tolerance()}
 
 
-def flagged_rows() -> list[dict]:
-    """The peaks that do not reproduce, with the recorded reason."""
+def flagged_rows(checks=None) -> list[dict]:
+    """The peaks of ``checks`` (default: every one the catalog rebuilds) that do not reproduce, with the recorded
+    reason."""
     out = []
-    for c in peaks.check_catalog():
+    for c in peaks.check_catalog() if checks is None else checks:
         if c.status != "reproduces":
             out.append({"device": c.basis.device, "dtype": c.basis.dtype, "ratio": c.ratio, "reason": c.reason})
     return out
 
 
-def flagged_table():
-    """The flagged peaks, one row per device: computed / catalog for each dtype, and the recorded reason."""
+def flagged_table(checks=None):
+    """The flagged peaks of ``checks`` (default: the whole catalog), one row per device: computed / catalog for each
+    dtype, and the recorded reason."""
     from x4lib.book.tables import fmt_mapping
     by_dev: dict = {}
-    for r in flagged_rows():
+    for r in flagged_rows(checks):
         d = by_dev.setdefault(r["device"], {"device": r["device"], "ratios": {}, "reason": r["reason"]})
         d["ratios"][r["dtype"]] = r["ratio"]
     rows = [{**d, "ratios": fmt_mapping(d["ratios"], fmt="{:.3f}")} for d in by_dev.values()]
@@ -101,9 +104,9 @@ def local_cpu() -> peaks.LocalCpu:
     return peaks.local_cpu()
 
 
-def local_cpu_table():
-    """The factors of this CPU's peak as detected, and each assumption behind them."""
-    cpu = local_cpu()
+def local_cpu_table(cpu: peaks.LocalCpu | None = None):
+    """The factors of a CPU's peak as detected (default: this CPU), and each assumption behind them."""
+    cpu = local_cpu() if cpu is None else cpu
     rows = [{"quantity": "CPU (as /proc/cpuinfo names it)", "value": cpu.name},
             {"quantity": "family / model reported", "value": f"{cpu.family} / {cpu.model}"},
             {"quantity": "microarchitecture by model number", "value": cpu.by_model or "none in the table"},
@@ -155,13 +158,13 @@ def xeon_8480_peak_flop_per_s(dtype: str) -> float:
 
 # ------------------------------------------------------------------------------------- the host's job
 
-def givens() -> dict:
-    return {k: f.value for k, f in facts.group("host_pipeline_givens").facts.items()}
+def givens(group: str = "host_pipeline_givens") -> dict:
+    return {k: f.value for k, f in facts.group(group).facts.items()}
 
 
-def givens_table():
+def givens_table(group: str = "host_pipeline_givens"):
     rows = [{"given": k, "value": fmt_value(f.value), "unit": f.unit, "meaning": f.note}
-            for k, f in facts.group("host_pipeline_givens").facts.items()]
+            for k, f in facts.group(group).facts.items()]
     return table(rows, {"given": "given", "value": "value", "unit": "unit", "meaning": Col("meaning", wrap=True)})
 
 
@@ -181,10 +184,12 @@ def pcie_gen4_x16_Bps() -> float:
                                        facts.get("host", "pcie_128b130b").value)
 
 
-def pipelines() -> dict[str, host.InputPipeline]:
-    """The two workloads of the example on one H100 SXM5 of a DGX H100 (dense BF16 peak, givens' MFU)."""
-    g = givens()
-    peak = specs.get("h100-sxm").peak_flop_per_s("bf16")
+def pipelines(device: str = "h100-sxm", dtype: str = "bf16",
+              group: str = "host_pipeline_givens") -> dict[str, host.InputPipeline]:
+    """The two workloads of the example on one GPU of a DGX H100's host (default the H100 SXM5 at its dense BF16
+    peak), at the MFU and per-sample host costs of the givens ``group``."""
+    g = givens(group)
+    peak = specs.get(device).peak_flop_per_s(dtype)
     cores = dgx_cores_per_gpu()
     link = pcie_gen5_x16_Bps()
     return {"images": host.input_pipeline(g["image_flop_per_sample"], peak, g["mfu"], g["image_cpu_s_per_sample"],
@@ -193,9 +198,9 @@ def pipelines() -> dict[str, host.InputPipeline]:
                                               g["token_bytes"], link)}
 
 
-def pipeline_table():
+def pipeline_table(device: str = "h100-sxm", dtype: str = "bf16", group: str = "host_pipeline_givens"):
     rows = []
-    for name, p in pipelines().items():
+    for name, p in pipelines(device, dtype, group).items():
         rows.append({"workload": name, "gpu": p.gpu_samples_per_s, "host": p.host_samples_per_s,
                      "need": p.cores_needed_per_gpu, "have": p.cores_per_gpu, "bound": p.bound,
                      "kept": p.achieved_mfu_fraction, "pcie": p.link_utilisation})
@@ -316,9 +321,10 @@ def trainium_tile_utilisation(n_free: int) -> float:
 
 # --------------------------------------------------------------------------- Trainium, Gaudi, edge NPUs
 
-def accelerator_rows() -> list[dict]:
-    """The numbers that change a design decision on Trainium, Gaudi 3 and TPU v1, each with its source."""
-    t, g, v = "trainium_core", "gaudi3_chip", "tpu_v1"
+def accelerator_rows(trainium: str = "trainium_core", gaudi: str = "gaudi3_chip", tpu: str = "tpu_v1") -> list[dict]:
+    """The numbers that change a design decision on Trainium, Gaudi 3 and TPU v1 (the facts groups named), each
+    with its source."""
+    t, g, v = trainium, gaudi, tpu
     f = facts.get
     gaudi_scaleout = f(g, "roce_ports").value * f(g, "roce_port_rate").si
     rows = [
@@ -349,15 +355,15 @@ def accelerator_rows() -> list[dict]:
     return rows
 
 
-def accelerator_table():
-    return table(accelerator_rows(), {"part": "part", "what": "what", "value": Col("value", wrap=True),
-                                      "source": "source"})
+def accelerator_table(trainium: str = "trainium_core", gaudi: str = "gaudi3_chip", tpu: str = "tpu_v1"):
+    return table(accelerator_rows(trainium, gaudi, tpu), {"part": "part", "what": "what",
+                                                          "value": Col("value", wrap=True), "source": "source"})
 
 
-def edge_rows() -> list[dict]:
+def edge_rows(group: str = "edge_npus") -> list[dict]:
     """Edge NPUs as printed and on one basis: dense (a 2:4 sparse figure halved, as the facts file records it),
     per watt at the highest power quoted; a figure whose sparsity the vendor does not state gets no dense value."""
-    e = "edge_npus"
+    e = group
     f = facts.get
 
     def row(npu, peak, precision, power_text, power_w, sparsity_source=None):
@@ -380,8 +386,8 @@ def edge_rows() -> list[dict]:
                 f(e, "jetson_orin_nx_power_max").si, sparsity_source="nvidia-dla-sw")]
 
 
-def edge_table():
-    return table(edge_rows(), {"npu": Col("NPU", wrap=True), "peak": Col("peak as printed", "TOP/s", "{:,.1f}"),
+def edge_table(group: str = "edge_npus"):
+    return table(edge_rows(group), {"npu": Col("NPU", wrap=True), "peak": Col("peak as printed", "TOP/s", "{:,.1f}"),
                                "precision": "precision", "basis": "printed as",
                                "dense": Col("dense peak", "TOP/s", "{:,.1f}"), "power": "power quoted",
                                "printed_tops_w": Col("as printed, at the highest power quoted", "TOP/s per W",
@@ -531,8 +537,9 @@ _PRED_COLS = {"device": "device", "dtype": "dtype", "shape": "m×n×k", "intensi
               "clock": Col("peak at", wrap=True)}
 
 
-def matmul_explorer():
-    """Device, precision and shape → roofline time and position, and the utilisation of a systolic array."""
+def matmul_explorer(device: str = "tpu-v5p", dtype: str = "bf16", m: int = 4096, n: int = 4096, k: int = 4096):
+    """Device, precision and shape (the widgets' starting values) → roofline time and position, and the
+    utilisation of a systolic array."""
     import ipywidgets as w
     import matplotlib.pyplot as plt
     from IPython.display import display
@@ -552,10 +559,10 @@ def matmul_explorer():
                        marks={f"{m}×{n}×{k}": p.point.intensity_flop_per_B})
         plt.show()
 
-    return w.interactive(show, device=w.Dropdown(options=ids, value="tpu-v5p", description="device"),
-                         dtype=w.Dropdown(options=list(kernels.DTYPE_BYTES), value="bf16", description="dtype"),
-                         m=w.IntText(value=4096, description="m"), n=w.IntText(value=4096, description="n"),
-                         k=w.IntText(value=4096, description="k"))
+    return w.interactive(show, device=w.Dropdown(options=ids, value=device, description="device"),
+                         dtype=w.Dropdown(options=list(kernels.DTYPE_BYTES), value=dtype, description="dtype"),
+                         m=w.IntText(value=m, description="m"), n=w.IntText(value=n, description="n"),
+                         k=w.IntText(value=k, description="k"))
 
 
 #: the static fallback's shapes: (label, m, n, k)
@@ -563,11 +570,12 @@ FALLBACK_SHAPES = (("training matmul", 4096, 4096, 4096), ("decode, batch 8", 8,
                    ("head dim 80", 4096, 4096, 80))
 
 
-def fallback_rows(devices=("h100-sxm", "tpu-v5p", "trn2", "gaudi3"), shapes=FALLBACK_SHAPES) -> list[dict]:
+def fallback_rows(devices=("h100-sxm", "tpu-v5p", "trn2", "gaudi3"), shapes=FALLBACK_SHAPES,
+                  dtype: str = "bf16") -> list[dict]:
     out = []
     for d in devices:
         for label, m, n, k in shapes:
-            p = predict(d, "bf16", m, n, k)
+            p = predict(d, dtype, m, n, k)
             out.append({**prediction_row(p), "case": label})
     return out
 

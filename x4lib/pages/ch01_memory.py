@@ -95,23 +95,25 @@ def sweep_sentence(sweep: Sweep) -> str:
 
 # ------------------------------------------------------------------------------------ the H100's hierarchy
 
-def h100_hierarchy_rows() -> list[dict]:
+def h100_hierarchy_rows(device: str = "h100-sxm", memory_group: str = "h100_memory",
+                        sm_group: str = "h100_sm") -> list[dict]:
     """The H100 SXM5's memory levels: capacity, bandwidth, latency; vendor figures where NVIDIA publishes them,
-    otherwise measured by others on the H100 PCIe (labelled)."""
-    g = "h100_memory"
-    sm = facts.get("h100_sm", "sm_count").value
+    otherwise measured by others on the H100 PCIe (labelled). HBM and the Tensor Core clock come from the catalog
+    ``device``, the rest from the facts groups ``memory_group`` and ``sm_group``."""
+    g = memory_group
+    sm = facts.get(sm_group, "sm_count").value
     clock = facts.get(g, "measurement_clock").si
     sms_pcie = facts.get(g, "measurement_sm_count").value
-    tensor_clock = specs.get("h100-sxm").peak_basis["clock_mhz"] * 1e6
-    regs_B = facts.get("h100_sm", "registers_per_sm").value * 4
+    dev = specs.get(device)
+    tensor_clock = dev.peak_basis["clock_mhz"] * 1e6
+    regs_B = facts.get(sm_group, "registers_per_sm").value * 4
     l1 = facts.get(g, "l1_bytes_per_clock_per_sm")
-    dev = specs.get("h100-sxm")
     return [
         {"level": "registers", "capacity": f"{regs_B / 2**10:,.0f} KiB per SM, {sm * regs_B / 2**20:,.1f} MiB in all",
          "bandwidth": "not published", "latency": "not published", "source": "nvidia-h100-whitepaper"},
         {"level": "L1 / shared memory",
          "capacity": f"{facts.get(g, 'l1_shared_per_sm').value:,.0f} KiB per SM (shared up to "
-                     f"{facts.get('h100_sm', 'shared_memory_per_sm').value:,.0f} KiB)",
+                     f"{facts.get(sm_group, 'shared_memory_per_sm').value:,.0f} KiB)",
          "bandwidth": f"{l1.value:,.0f} B/clock/SM measured (H100 PCIe): {sm * l1.value * tensor_clock / 1e12:,.1f} TB/s "
                       f"for {sm:.0f} SMs at {tensor_clock / 1e6:,.0f} MHz",
          "latency": f"{facts.get(g, 'l1_latency').value:,.0f} cycles = "
@@ -124,20 +126,20 @@ def h100_hierarchy_rows() -> list[dict]:
          "source": "nvidia-h100-whitepaper; ernst-gpu-benches-cache"},
         {"level": "HBM3", "capacity": f"{dev.values['memory_gb'].value:,.0f} GB (vendor's GB)",
          "bandwidth": f"{dev.memory_bw_Bps / 1e12:,.2f} TB/s",
-         "latency": f"{facts.get(g, 'hbm_latency').value:,.0f} cycles = {hbm_latency_s() * 1e9:,.0f} ns measured "
+         "latency": f"{facts.get(g, 'hbm_latency').value:,.0f} cycles = {hbm_latency_s(g) * 1e9:,.0f} ns measured "
                     f"(HBM2e, H100 PCIe)", "source": "nvidia-h100-datasheet; ernst-gpu-benches-cache"},
     ]
 
 
-def h100_hierarchy_table():
-    return table(h100_hierarchy_rows(), {"level": "level", "capacity": Col("capacity", wrap=True),
-                                         "bandwidth": Col("bandwidth", wrap=True),
-                                         "latency": Col("latency", wrap=True), "source": Col("sources", wrap=True)})
+def h100_hierarchy_table(device: str = "h100-sxm", memory_group: str = "h100_memory", sm_group: str = "h100_sm"):
+    return table(h100_hierarchy_rows(device, memory_group, sm_group), {
+        "level": "level", "capacity": Col("capacity", wrap=True), "bandwidth": Col("bandwidth", wrap=True),
+        "latency": Col("latency", wrap=True), "source": Col("sources", wrap=True)})
 
 
-def hbm_latency_s() -> float:
-    """HBM load latency in seconds: the measured cycles over the clock they were counted at."""
-    g = "h100_memory"
+def hbm_latency_s(group: str = "h100_memory") -> float:
+    """HBM load latency in seconds: the measured cycles over the clock they were counted at (facts ``group``)."""
+    g = group
     return facts.get(g, "hbm_latency").value / facts.get(g, "measurement_clock").si
 
 
@@ -147,9 +149,10 @@ def h100_littles_law(bytes_per_thread_load: int = 4) -> simt.LittlesLaw:
                             int(facts.get("h100_sm", "sm_count").value), bytes_per_thread_load)
 
 
-def littles_law_table():
+def littles_law_table(bytes_per_thread=(4, 8, 16)):
+    """Little's law for the H100's HBM, one row per load size (bytes per thread, one load in flight per warp)."""
     rows = []
-    for b in (4, 8, 16):
+    for b in bytes_per_thread:
         L = h100_littles_law(b)
         rows.append({"load": f"{b} B per thread ({L.bytes_per_warp_load_B} B per warp)",
                      "per_sm": L.per_sm_B / 2**10, "warps": L.warps_per_sm, "occ": L.occupancy_needed})

@@ -127,8 +127,8 @@ def _big(x) -> str:
     return text.rstrip("0").rstrip(".") if "." in text else text
 
 
-def format_table():
-    rows = [{**r, "infinity": "yes" if r["infinity"] else "no"} for r in formats.properties_rows()]
+def format_table(ids=("bf16", "fp16", "fp8_e5m2", "fp8_e4m3", "fp6_e3m2", "fp6_e2m3", "fp4_e2m1")):
+    rows = [{**r, "infinity": "yes" if r["infinity"] else "no"} for r in formats.properties_rows(ids)]
     return table(rows, {
         "format": Col("format", wrap=True), "bits": "bits", "exponent bits": "E", "mantissa bits": "M",
         "bias": "bias", "max finite": Col("largest finite", fmt=_big),
@@ -137,11 +137,12 @@ def format_table():
         "infinity": "infinity", "NaN codes": "NaN codes"})
 
 
-def block_table():
-    return table(formats.block_rows(), {"format": "format", "element": Col("element", wrap=True),
-                                        "block": Col("block", unit="elements"), "scale": Col("block scale", wrap=True),
-                                        "tensor scale": "tensor scale",
-                                        "bits per element": Col("storage", unit="bits/element", fmt="{:.2f}")})
+def block_table(ids=("mxfp8_e4m3", "mxfp6_e3m2", "mxfp6_e2m3", "mxfp4", "nvfp4")):
+    by_id = dict(zip(formats.block_formats(), formats.block_rows()))
+    return table([by_id[i] for i in ids], {
+        "format": "format", "element": Col("element", wrap=True), "block": Col("block", unit="elements"),
+        "scale": Col("block scale", wrap=True), "tensor scale": "tensor scale",
+        "bits per element": Col("storage", unit="bits/element", fmt="{:.2f}")})
 
 
 def ruler_series(ids=("fp4_e2m1", "fp6_e2m3", "fp6_e3m2", "fp8_e4m3", "fp8_e5m2")) -> list:
@@ -294,12 +295,12 @@ def format_value_table(value: float = 300.0, ids=EXPLORER_FORMATS):
         "clipped": "clipped to the largest value"})
 
 
-def format_explorer():
-    """ipywidgets: a value (log slider) -> what each format stores for it, the error and the spacing there. In the
-    static book it shows its initial state; the value ruler figure is the fallback."""
+def format_explorer(value: float = 300.0, ids=EXPLORER_FORMATS):
+    """ipywidgets: a value (log slider, starting at ``value``) -> what each format of ``ids`` stores for it, the error
+    and the spacing there. In the static book it shows its initial state; the value ruler figure is the fallback."""
     import ipywidgets as w
     from IPython.display import display
 
-    return w.interactive(lambda value: display(format_value_table(value)),
-                         value=w.FloatLogSlider(value=300.0, base=10, min=-6, max=6, step=0.05))
+    return w.interactive(lambda value: display(format_value_table(value, ids)),
+                         value=w.FloatLogSlider(value=value, base=10, min=-6, max=6, step=0.05))
 

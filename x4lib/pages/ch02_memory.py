@@ -338,13 +338,18 @@ def variant_numbers() -> dict:
 
 # ------------------------------------------------------------------------------------------------------- MIG
 
-def mig_profile_table():
-    return table(mig.profile_rows(), {k: k for k in mig.profile_rows()[0]})
+def mig_profile_table(profiles=("1g.10gb", "1g.10gb+me", "1g.20gb", "2g.20gb", "3g.40gb", "4g.40gb", "7g.80gb")):
+    by_name = {r["profile"]: r for r in mig.profile_rows()}
+    rows = [by_name[p] for p in profiles]
+    return table(rows, {k: k for k in rows[0]})
 
 
-def mig_configs_table():
+def mig_configs_table(configs=("all-1g.10gb", "all-1g.10gb.me", "all-1g.20gb", "all-2g.20gb", "all-3g.40gb",
+                               "all-4g.40gb", "all-7g.80gb", "all-balanced")):
+    """mig-parted's documented configurations named in ``configs``, each with the placement mig.place finds."""
     rows = []
-    for name, counts in mig.geometry().documented_configs.items():
+    for name in configs:
+        counts = mig.geometry().documented_configs[name]
         placed = mig.place(counts)
         rows.append({"configuration (mig-parted)": name,
                      "instances": ", ".join(f"{n} × {p}" for p, n in counts.items()),
@@ -375,9 +380,11 @@ def mig_pack_table(workloads):
 
 # -------------------------------------------------------------------------------------------------- explorer
 
-def decode_explorer():
-    """ipywidgets: model, device, weight dtype, context and batch -> the decode bound and the inference memory plan.
-    In the static book it shows its initial state only; the figure after it is the fallback."""
+def decode_explorer(model: str = "llama3-70b", device: str = "h200-sxm", weights: str = "bf16", context: int = 8192,
+                    batch: int = 8, gpus: int = 1):
+    """ipywidgets: model, device, weight dtype, context, batch and GPUs (starting at the arguments) -> the decode
+    bound and the inference memory plan. In the static book it shows its initial state only; the figure after it is
+    the fallback."""
     import ipywidgets as w
     from IPython.display import display
 
@@ -398,8 +405,8 @@ def decode_explorer():
 
     gpus_ok = [d.id for d in specs.load_catalog().values() if d.kind == "gpu" and "memory_gb" in d.values]
     return w.interactive(
-        show, model=w.Dropdown(options=list(inference.models()), value="llama3-70b"),
-        device=w.Dropdown(options=gpus_ok, value="h200-sxm"),
-        weights=w.Dropdown(options=["bf16", "fp8_e4m3", "fp4"], value="bf16"),
-        context=w.IntSlider(value=8192, min=512, max=131072, step=512),
-        batch=w.IntSlider(value=8, min=1, max=512), gpus=w.Dropdown(options=[1, 2, 4, 8], value=1))
+        show, model=w.Dropdown(options=list(inference.models()), value=model),
+        device=w.Dropdown(options=gpus_ok, value=device),
+        weights=w.Dropdown(options=["bf16", "fp8_e4m3", "fp4"], value=weights),
+        context=w.IntSlider(value=context, min=512, max=131072, step=512),
+        batch=w.IntSlider(value=batch, min=1, max=512), gpus=w.Dropdown(options=[1, 2, 4, 8], value=gpus))

@@ -12,8 +12,9 @@ from x4lib.book.tables import Col, table
 
 # ----------------------------------------------------------------------------------------------- NVLink, DGX
 
-def nvlink_table():
-    return table(nvlink.generation_rows(), {
+def nvlink_table(generations=(2, 3, 4, 5)):
+    by_gen = dict(zip((g.generation for g in nvlink.generations()), nvlink.generation_rows()))
+    return table([by_gen[g] for g in generations], {
         "generation": "generation", "GPU": Col("GPU", wrap=True), "links": "links",
         "per link, per direction (GB/s)": Col("per link", unit="GB/s per direction", fmt="{:g}"),
         "per GPU, per direction (GB/s)": Col("per GPU", unit="GB/s per direction", fmt="{:,.0f}"),
@@ -21,8 +22,8 @@ def nvlink_table():
         "source": "source"})
 
 
-def dgx_table():
-    rows = nvlink.system_rows()
+def dgx_table(systems=("dgx-h100", "dgx-b200")):
+    rows = nvlink.system_rows(systems)
     return table(rows, {k: Col(k, wrap=k != "component") for k in rows[0]})
 
 
@@ -74,12 +75,13 @@ def nvlink_numbers() -> dict:
 
 # -------------------------------------------------------------------------------------------------- explorer
 
-def allgather_explorer():
-    """ipywidgets: the model and the weights' precision -> the predicted time to all-gather its weights in each
-    layout. In the static book it shows its initial state; the all-gather table above is the static result."""
+def allgather_explorer(model: str = "llama3-70b", dtype: str = "bf16"):
+    """ipywidgets: the model and the weights' precision (starting at the arguments) -> the predicted time to
+    all-gather its weights in each layout. In the static book it shows its initial state; the all-gather table above
+    is the static result."""
     import ipywidgets as w
     from IPython.display import display
 
     return w.interactive(lambda model, dtype: display(allgather_table(model, dtype)),
-                         model=w.Dropdown(options=list(inference.models()), value="llama3-70b"),
-                         dtype=w.Dropdown(options=["bf16", "fp8_e4m3", "fp4"], value="bf16"))
+                         model=w.Dropdown(options=list(inference.models()), value=model),
+                         dtype=w.Dropdown(options=["bf16", "fp8_e4m3", "fp4"], value=dtype))

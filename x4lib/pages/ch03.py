@@ -29,9 +29,9 @@ SCALING_SIZES = [2 ** k for k in range(3, 17)] + [100_000]
 
 # ------------------------------------------------------------------------------------------------ links
 
-def link_table(ids=None):
+def link_table(ids=HIERARCHY):
     """The hierarchy: per direction and both directions side by side, per link, line code, source."""
-    rows = links.hierarchy_rows(ids or HIERARCHY)
+    rows = links.hierarchy_rows(ids)
     return table(rows, {"link": Col("link", wrap=True), "per_direction_gb_s": Col("per direction", "GB/s", "{:,.1f}"),
                         "bidirectional_gb_s": Col("both directions", "GB/s", "{:,.1f}"),
                         "per_link_gb_s": Col("per link, per direction", "GB/s", "{:,.0f}"),
@@ -42,10 +42,10 @@ def link_table(ids=None):
 LATENCY_LINK = {"nvlink": "nvlink4-h100", "pcie": "pcie-gen5-x16", "infiniband": "ib-ndr", "ib-switch": "ib-ndr"}
 
 
-def latency_rows() -> list[dict]:
+def latency_rows(link_of: Mapping[str, str] = LATENCY_LINK) -> list[dict]:
     rows = []
     for x in links.latencies():
-        lk = LATENCY_LINK.get(x.applies_to)
+        lk = link_of.get(x.applies_to)
         rows.append({"hop": x.applies_to, "kind": x.kind, "value_us": x.value_s * 1e6,
                      "low_us": x.low_s * 1e6 if x.low_s is not None else None, "source": x.source,
                      "link": links.get(lk).name if lk else "—",
@@ -53,12 +53,13 @@ def latency_rows() -> list[dict]:
     return rows
 
 
-def latency_table():
-    """Latency and bandwidth side by side: each latency figure beside the per-direction rate of a link of its kind."""
-    return table(latency_rows(), {"hop": "applies to", "kind": "what it is", "value_us": Col("latency", "µs", "{:.1f}"),
-                                  "low_us": Col("low end", "µs", "{:.1f}"), "source": "source",
-                                  "link": Col("a link of this kind", wrap=True),
-                                  "bw": Col("its rate, per direction", "GB/s", "{:,.0f}")})
+def latency_table(link_of: Mapping[str, str] = LATENCY_LINK):
+    """Latency and bandwidth side by side: each latency figure beside the per-direction rate of a link of its kind
+    (``link_of``: what a latency applies to -> the link shown for it)."""
+    return table(latency_rows(link_of), {
+        "hop": "applies to", "kind": "what it is", "value_us": Col("latency", "µs", "{:.1f}"),
+        "low_us": Col("low end", "µs", "{:.1f}"), "source": "source", "link": Col("a link of this kind", wrap=True),
+        "bw": Col("its rate, per direction", "GB/s", "{:,.0f}")})
 
 
 def rate_gb_s(link_id: str, both: bool = False) -> float:
@@ -99,29 +100,32 @@ def topology_series(metric: str, sizes=None, radix: int | None = None) -> list[t
             for k in topology.KINDS]
 
 
-def published_topology_rows() -> list[dict]:
-    """Computed against published: the DGX SuperPOD's four-SU compute fabric, Google's TPU pod bisections."""
+def published_topology_rows(systems=("superpod-h100-4su", "tpu-v5e-pod", "tpu-v6e-pod", "tpu-v4-pod")) -> list[dict]:
+    """Computed against published, for each system named: the DGX SuperPOD's four-SU compute fabric
+    (``superpod-h100-4su``), Google's TPU pod bisections (``tpu-v5e-pod``, ``tpu-v6e-pod``, ``tpu-v4-pod``)."""
     ndr = links.get("ib-ndr").per_direction_Bps
     sp = topology.rail_fat_tree(1024, topology.default_radix(), ndr)
     v5e = topology.torus(256, 2, links.get("tpu-v5e-ici").per_link_per_direction_Bps)
     v6e = topology.torus(256, 2, links.get("tpu-v6e-ici").per_link_per_direction_Bps)
     v4 = topology.torus(4096, 3, links.get("tpu-v4-ici").per_link_per_direction_Bps)
-    return [
-        {"system": "DGX SuperPOD H100, 4 SU", "quantity": "compute-fabric switches", "computed": sp.switches,
-         "published": 48, "source": "nvidia-superpod-h100-ra"},
-        {"system": "DGX SuperPOD H100, 4 SU", "quantity": "leaf-spine cables", "computed": sp.links - sp.endpoint_links,
-         "published": 1024, "source": "nvidia-superpod-h100-ra"},
-        {"system": "TPU v5e pod, 16 × 16", "quantity": "bisection (TB/s)", "computed": v5e.bisection_Bps / 1e12,
-         "published": 1.6, "source": "google-tpu-v5e-docs"},
-        {"system": "TPU v6e pod, 16 × 16", "quantity": "bisection (TB/s)", "computed": v6e.bisection_Bps / 1e12,
-         "published": 3.2, "source": "google-tpu-v6e-docs"},
-        {"system": "TPU v4 pod, 16 × 16 × 16", "quantity": "bisection (TB/s)", "computed": v4.bisection_Bps / 1e12,
-         "published": 24, "source": "google-tpu-v4-docs"},
-    ]
+    rows = {
+        "superpod-h100-4su": [
+            {"system": "DGX SuperPOD H100, 4 SU", "quantity": "compute-fabric switches", "computed": sp.switches,
+             "published": 48, "source": "nvidia-superpod-h100-ra"},
+            {"system": "DGX SuperPOD H100, 4 SU", "quantity": "leaf-spine cables",
+             "computed": sp.links - sp.endpoint_links, "published": 1024, "source": "nvidia-superpod-h100-ra"}],
+        "tpu-v5e-pod": [{"system": "TPU v5e pod, 16 × 16", "quantity": "bisection (TB/s)",
+                         "computed": v5e.bisection_Bps / 1e12, "published": 1.6, "source": "google-tpu-v5e-docs"}],
+        "tpu-v6e-pod": [{"system": "TPU v6e pod, 16 × 16", "quantity": "bisection (TB/s)",
+                         "computed": v6e.bisection_Bps / 1e12, "published": 3.2, "source": "google-tpu-v6e-docs"}],
+        "tpu-v4-pod": [{"system": "TPU v4 pod, 16 × 16 × 16", "quantity": "bisection (TB/s)",
+                        "computed": v4.bisection_Bps / 1e12, "published": 24, "source": "google-tpu-v4-docs"}],
+    }
+    return [r for s in systems for r in rows[s]]
 
 
-def published_topology_table():
-    return table(published_topology_rows(), {"system": Col("system", wrap=True), "quantity": "quantity",
+def published_topology_table(systems=("superpod-h100-4su", "tpu-v5e-pod", "tpu-v6e-pod", "tpu-v4-pod")):
+    return table(published_topology_rows(systems), {"system": Col("system", wrap=True), "quantity": "quantity",
                                              "computed": Col("computed", None, "{:,.4g}"),
                                              "published": Col("published", None, "{:,.4g}"), "source": "source"})
 
@@ -147,8 +151,9 @@ def algorithm_table(size_B: float, cluster_id: str = QUIZ_CLUSTER):
         "bottleneck": Col("bottleneck link", wrap=True), "bound": "bound by"})
 
 
-def check_rows() -> list[dict]:
-    (chk,) = par.published_checks()
+def check_rows(check_id: str = "nccltests-322-allreduce-1024-h100") -> list[dict]:
+    """One published check of parallelism.yaml (by id), row by row beside the model."""
+    chk = next(c for c in par.published_checks() if c["id"] == check_id)
     return [{"size": f"{r['size_B'] / 2**30:g} GiB", "measured_ms": r["measured_time_s"] * 1e3,
              "model_ms": r["model_time_s"] * 1e3, "measured_busbw": r["measured_busbw_Bps"] / 1e9,
              "model_busbw": r["model_busbw_Bps"] / 1e9, "ratio": r["model_time_s"] / r["measured_time_s"]}
@@ -169,8 +174,8 @@ def check_summary(from_B: int = 4 * 2**30) -> dict:
             "small": f"{small['size_B'] / 2**30:g} GiB", "small_ratio": small["measured_time_s"] / small["model_time_s"]}
 
 
-def check_table():
-    return table(check_rows(), {"size": "size", "measured_ms": Col("measured", "ms", "{:,.1f}"),
+def check_table(check_id: str = "nccltests-322-allreduce-1024-h100"):
+    return table(check_rows(check_id), {"size": "size", "measured_ms": Col("measured", "ms", "{:,.1f}"),
                                 "model_ms": Col("model", "ms", "{:,.1f}"),
                                 "measured_busbw": Col("measured busbw", "GB/s", "{:,.0f}"),
                                 "model_busbw": Col("model busbw", "GB/s", "{:,.0f}"),
@@ -359,9 +364,9 @@ def findings_table(name: str):
     return table(rows, {"severity": "severity", "finding": Col("finding", wrap=True)})
 
 
-def captures_rows() -> list[dict]:
+def captures_rows(folder=TOPO_DIR, pattern: str = "topo_*.txt") -> list[dict]:
     rows = []
-    for path in sorted(TOPO_DIR.glob("topo_*.txt")):
+    for path in sorted(folder.glob(pattern)):
         t, notes = topo.read_topo(path)
         doc = topo.topo_doc(t, notes)
         nv = sorted({p["path"] for p in doc["pairs"]})
@@ -372,8 +377,9 @@ def captures_rows() -> list[dict]:
     return rows
 
 
-def captures_table():
-    return table(captures_rows(), {"file": Col("capture", wrap=True), "gpus": "GPUs", "nics": "NICs",
+def captures_table(folder=TOPO_DIR, pattern: str = "topo_*.txt"):
+    """Every ``nvidia-smi topo -m`` capture in ``folder`` matching ``pattern``, read."""
+    return table(captures_rows(folder, pattern), {"file": Col("capture", wrap=True), "gpus": "GPUs", "nics": "NICs",
                                    "gpu_pairs": "GPU-GPU paths", "warnings": Col("warnings", wrap=True),
                                    "cut": "read with input warnings"})
 
@@ -391,13 +397,14 @@ def ib_table(name: str):
 
 # ------------------------------------------------------------------------------------------------ explorer
 
-def comm_explorer():
-    """Dropdowns for the layout (degrees, ZeRO stage, batch, in-network reduction) on the quiz model and a cluster;
-    shows each collective's bytes, time and exposed part, and the step's breakdown."""
+def comm_explorer(model: str = QUIZ_MODEL, cluster: str = QUIZ_CLUSTER, tp: int = 8, pp: int = 4, cp: int = 1,
+                  zero: int = 1, global_batch: int = 1024, in_network: bool = False):
+    """Dropdowns for the layout (degrees, ZeRO stage, batch, in-network reduction) on ``model`` and a cluster,
+    starting at the arguments; shows each collective's bytes, time and exposed part, and the step's breakdown."""
     import ipywidgets as w
     from IPython.display import Markdown, display
 
-    mdl = par.model(QUIZ_MODEL)
+    mdl = par.model(model)
     cluster_ids = list(par.load()["clusters"]) + ["2x8-h100-ib400", "2x8-a100-ib200"]
 
     def show(cluster, tp, pp, cp, zero, global_batch, in_network):
@@ -421,14 +428,14 @@ def comm_explorer():
 
     return w.interactive(
         show,
-        cluster=w.Dropdown(options=cluster_ids, value=QUIZ_CLUSTER, description="cluster"),
-        tp=w.Dropdown(options=[1, 2, 4, 8], value=8, description="tensor"),
-        pp=w.Dropdown(options=[1, 2, 4, 8, 16], value=4, description="pipeline"),
-        cp=w.Dropdown(options=[1, 2, 4], value=1, description="context"),
-        zero=w.Dropdown(options=[("DDP", 0), ("ZeRO-1", 1), ("ZeRO-2", 2), ("ZeRO-3 / FSDP", 3)], value=1,
+        cluster=w.Dropdown(options=cluster_ids, value=cluster, description="cluster"),
+        tp=w.Dropdown(options=[1, 2, 4, 8], value=tp, description="tensor"),
+        pp=w.Dropdown(options=[1, 2, 4, 8, 16], value=pp, description="pipeline"),
+        cp=w.Dropdown(options=[1, 2, 4], value=cp, description="context"),
+        zero=w.Dropdown(options=[("DDP", 0), ("ZeRO-1", 1), ("ZeRO-2", 2), ("ZeRO-3 / FSDP", 3)], value=zero,
                         description="data par."),
-        global_batch=w.Dropdown(options=[256, 512, 1024, 2048], value=1024, description="batch (seq.)"),
-        in_network=w.Checkbox(value=False, description="NVLink/IB SHARP"),
+        global_batch=w.Dropdown(options=[256, 512, 1024, 2048], value=global_batch, description="batch (seq.)"),
+        in_network=w.Checkbox(value=in_network, description="NVLink/IB SHARP"),
     )
 
 

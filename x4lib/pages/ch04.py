@@ -79,28 +79,31 @@ def rack_table(gpus: int | None = None):
         "source": "source"})
 
 
-def power_chain_rows() -> list[dict]:
-    """The quiz cluster from chip to grid at the hyperscale and the industry-average PUE."""
+def power_chain_rows(device: str | None = None, gpus: int | None = None) -> list[dict]:
+    """A cluster of ``gpus`` ``device`` (default: the quiz's) from chip to grid at the hyperscale and the
+    industry-average PUE."""
     g = quiz()
+    device, gpus = device or g["device"], gpus or g["n_gpus"]
     lf = _eco("epoch_server_tdp_fraction_gpu")
     rows = []
     for label, pue in (("hyperscale PUE", _eco("pue_hyperscaler")), ("industry-average PUE", _eco("pue", "defaults"))):
-        pc = dc.power_chain(g["device"], g["n_gpus"], pue, dc.value("superpod_h100_rack_kw")["value"] * 1e3, lf)
+        pc = dc.power_chain(device, gpus, pue, dc.value("superpod_h100_rack_kw")["value"] * 1e3, lf)
         rows.append({"case": label, "pue": pue, "gpus_kW": pc.gpu_W * pc.n_gpus / 1e3, "it_kW": pc.it_W / 1e3,
                      "facility_kW": pc.facility_W / 1e3, "average_kW": pc.average_W / 1e3})
     return rows
 
 
-def power_chain_table():
-    return table(power_chain_rows(), {
+def power_chain_table(device: str | None = None, gpus: int | None = None):
+    return table(power_chain_rows(device, gpus), {
         "case": "case", "pue": Col("PUE", None, "{:.2f}"), "gpus_kW": Col("GPUs alone", "kW", "{:,.0f}"),
         "it_kW": Col("whole servers (IT)", "kW", "{:,.0f}"), "facility_kW": Col("facility, maximum", "kW", "{:,.0f}"),
         "average_kW": Col("facility, average in training", "kW", "{:,.0f}")})
 
 
-def electricity_rows() -> list[dict]:
-    """Dated electricity prices, and what the quiz run's electricity costs at each (USD prices only)."""
-    base = quiz_run()
+def electricity_rows(run: runcost.RunCost | None = None) -> list[dict]:
+    """Dated electricity prices, and what ``run``'s electricity (default: the quiz run's) costs at each (USD prices
+    only)."""
+    base = run or quiz_run()
     kwh = base.energy_J / carbon.J_PER_KWH
     rows = []
     for r in sorted(dc.data()["electricity_prices"], key=lambda r: (r["unit"], r["value"])):
@@ -111,8 +114,8 @@ def electricity_rows() -> list[dict]:
     return rows
 
 
-def electricity_table():
-    return table(electricity_rows(), {
+def electricity_table(run: runcost.RunCost | None = None):
+    return table(electricity_rows(run), {
         "region": Col("region", wrap=True), "sector": "customer class", "period": "period", "price": "price",
         "run_usd": Col("quiz run's electricity", "USD", "{:,.0f}"), "source": "source"})
 
@@ -154,9 +157,10 @@ def spot_prices() -> dict:
             "max_discount": od * (1 - dc.value("spot_discount_max")["value"])}
 
 
-def rental_rows() -> list[dict]:
-    """Dated rental snapshots with the break-even utilisation of the owned quiz cluster against each."""
-    t = cluster_tco()
+def rental_rows(t: tco.Tco | None = None) -> list[dict]:
+    """Dated rental snapshots with the break-even utilisation of the owned cluster ``t`` (default: the quiz's)
+    against each."""
+    t = t or cluster_tco()
     rows = []
     for r in dc.data()["rental_snapshots"]:
         rows.append({"offer": f"{r['provider']}, {r['sku']}", "tier": r["tier"], "date": r["date"],
@@ -176,8 +180,8 @@ def _u_text(u):
     return "never (above 1)" if u > 1 else f"{u:.2f}"
 
 
-def rental_table():
-    rows = [{**r, "u_text": _u_text(r["u"])} for r in rental_rows()]
+def rental_table(t: tco.Tco | None = None):
+    rows = [{**r, "u_text": _u_text(r["u"])} for r in rental_rows(t)]
     return table(rows, {"offer": Col("offer", wrap=True), "tier": "tier", "date": "snapshot",
                         "price": Col("price", "USD/GPU-h", "{:,.2f}"), "u_text": "break-even utilisation",
                         "source": "source"})
@@ -190,10 +194,12 @@ def server_price_table():
 
 
 #: input -> (low, high, where the range comes from) for the break-even and cost sensitivities
-def sensitivity_ranges() -> dict:
+def sensitivity_ranges(run_inputs: bool = False) -> dict:
+    """The owned cluster's inputs; with ``run_inputs`` also the run's own (MFU, failure rate, fleet utilisation,
+    checkpoint bandwidth), which only the cost sensitivity varies."""
     snaps = [r["value"] for r in dc.data()["server_price_snapshots"] if r["device"] == "h100-sxm" and r["scope"] == "server"]
     us = [dc.electricity_usd_per_kwh(r) for r in dc.data()["electricity_prices"] if r["sector"] == "industrial"]
-    return {
+    ranges = {
         "server_usd": (min(snaps), max(snaps), "whole-server listings, 2023-2025"),
         "years": (4.0, 6.0, "server lives in Amazon's and Microsoft's filings"),
         "interest": (0.0, 0.15, "assumed range"),
@@ -201,6 +207,15 @@ def sensitivity_ranges() -> dict:
         "usd_per_kwh": (min(us), max(us), "U.S. industrial prices by state, EIA"),
         "colo_usd_per_kw_month": (163.44, dc.value("colocation_usd_per_kw_month")["value"], "CBRE H2 2023 to H2 2024"),
     }
+    if run_inputs:
+        fs = failure_scenarios()
+        ranges.update({
+            "mfu": (_eco("llama3_mfu_low"), _eco("llama3_mfu_high"), "Llama 3 measured range"),
+            "failure_rate_per_gpu_s": (fs["Llama 3 interruptions"], fs["research-cluster MTTF"],
+                                       "Llama 3 to research-cluster MTTF"),
+            "fleet_utilisation": (0.5, 1.0, "assumed range"),
+            "checkpoint_write_Bps": (10e9, 200e9, "assumed range, 10 to 200 GB/s")})
+    return ranges
 
 
 SENS_LABELS = {"server_usd": "server price", "years": "depreciation years", "interest": "interest rate",
@@ -209,9 +224,12 @@ SENS_LABELS = {"server_usd": "server price", "years": "depreciation years", "int
                "checkpoint_write_Bps": "checkpoint write bandwidth"}
 
 
-def break_even_sensitivity_table():
-    ranges = sensitivity_ranges()
-    rows = tco.break_even_sensitivity(quiz()["device"], quiz()["n_gpus"], {k: v[:2] for k, v in ranges.items()})
+def break_even_sensitivity_table(device: str | None = None, gpus: int | None = None, ranges: Mapping | None = None):
+    """Break-even utilisation of ``gpus`` owned ``device`` (default: the quiz cluster) when each input alone takes
+    the low and high value of ``ranges`` ({input: (low, high, where from)}, default :func:`sensitivity_ranges`)."""
+    ranges = ranges or sensitivity_ranges()
+    rows = tco.break_even_sensitivity(device or quiz()["device"], gpus or quiz()["n_gpus"],
+                                      {k: v[:2] for k, v in ranges.items()})
     out = []
     for r in rows:
         fmt = "{:,.0f}" if r["input"] in ("server_usd", "colo_usd_per_kw_month") else "{:g}"
@@ -236,13 +254,14 @@ def break_even_curve(points: int = 60):
 
 # -------------------------------------------------------------------------------------------- "60 % energy"
 
-def energy_share_rows() -> list[dict]:
-    """The quiz run's electricity share of its cost under several conditions, and what 60 % would need."""
+def energy_share_rows(claim: float = CLAIMED_ENERGY_SHARE) -> list[dict]:
+    """The quiz run's electricity share of its cost under several conditions, and the electricity price the claimed
+    share (default 60 %) would need."""
     own = quiz_run()
     ded = quiz_run(fleet_utilisation=1.0)
     rent = quiz_run(mode="rent")
     run1 = lambda **o: quiz_run(fleet_utilisation=1.0, **o)  # noqa: E731
-    p_star = runcost.solve_for_energy_share(CLAIMED_ENERGY_SHARE, "usd_per_kwh", 0.01, 100.0, run1)
+    p_star = runcost.solve_for_energy_share(claim, "usd_per_kwh", 0.01, 100.0, run1)
     free_hw = run1(server_usd=1.0)
     long_life = run1(years=50.0, interest=0.0)
     power_related = (ded.costs_usd["facility"] + ded.costs_usd["electricity"]) / ded.total_usd
@@ -257,8 +276,9 @@ def energy_share_rows() -> list[dict]:
     ]
 
 
-def energy_share_table():
-    return table(energy_share_rows(), {"case": Col("case", wrap=True), "share": Col("electricity share", None, "{:.1%}")})
+def energy_share_table(claim: float = CLAIMED_ENERGY_SHARE):
+    return table(energy_share_rows(claim), {"case": Col("case", wrap=True),
+                                            "share": Col("electricity share", None, "{:.1%}")})
 
 
 # ---------------------------------------------------------------------------------------------- reliability
@@ -270,10 +290,12 @@ def failure_scenarios() -> dict:
     return {"Llama 3 interruptions": llama, "research-cluster MTTF": kok}
 
 
-def reliability_rows() -> list[dict]:
+def reliability_rows(rates: Mapping[str, float] | None = None) -> list[dict]:
+    """The quiz run without failures and at each failure rate of ``rates`` ({where from: per GPU-second}, default
+    :func:`failure_scenarios`)."""
     rows = []
     base = quiz_run()
-    for label, lam in failure_scenarios().items():
+    for label, lam in (rates or failure_scenarios()).items():
         r = quiz_run(failure_rate_per_gpu_s=lam)
         p = r.plan
         rows.append({"rate from": label, "mtbf_h": p.mtbf_s / 3600, "delta_s": p.checkpoint_s,
@@ -284,8 +306,8 @@ def reliability_rows() -> list[dict]:
     return rows
 
 
-def reliability_table():
-    return table(reliability_rows(), {
+def reliability_table(rates: Mapping[str, float] | None = None):
+    return table(reliability_rows(rates), {
         "rate from": "failure rate from", "mtbf_h": Col("job MTBF", "h", "{:,.1f}"),
         "delta_s": Col("checkpoint write", "s", "{:,.1f}"), "young_min": Col("Young interval", "min", "{:,.1f}"),
         "daly_min": Col("Daly interval", "min", "{:,.1f}"), "goodput": Col("goodput", None, "{:.3f}"),
@@ -325,16 +347,17 @@ def goodput_curves(points: int = 80):
 
 # -------------------------------------------------------------------------------------------------- storage
 
-def storage_demand() -> storage.StorageDemand:
-    g = quiz()
-    r = quiz_run()
-    rate = r.ideal_s and (economics.training_flop(g["params"], g["tokens"]) / r.ideal_s)
-    return storage.storage_demand(g["params"], g["tokens"], rate, dc.given("bytes_per_token_stored"),
+def storage_demand(run: runcost.RunCost | None = None) -> storage.StorageDemand:
+    """What ``run`` (default: the quiz run) reads and writes."""
+    r = run or quiz_run()
+    params, tokens = r.assumptions["params"], r.assumptions["tokens"]
+    rate = r.ideal_s and (economics.training_flop(params, tokens) / r.ideal_s)
+    return storage.storage_demand(params, tokens, rate, dc.given("bytes_per_token_stored"),
                                   dc.given("checkpoint_write_GBps") * 1e9, r.plan.interval_s)
 
 
-def storage_table():
-    s = storage_demand()
+def storage_table(run: runcost.RunCost | None = None):
+    s = storage_demand(run)
     rows = [
         {"quantity": "tokens consumed", "value": f"{s.tokens_per_s:,.0f}", "unit": "tokens/s"},
         {"quantity": "input read", "value": f"{s.input_read_Bps / 1e6:,.1f}", "unit": "MB/s"},
@@ -350,15 +373,16 @@ def storage_table():
 
 # --------------------------------------------------------------------------------------------------- carbon
 
-def carbon_rows() -> list[dict]:
-    r = quiz_run()
+def carbon_rows(run: runcost.RunCost | None = None) -> list[dict]:
+    """``run``'s emissions (default: the quiz run's) on each grid."""
+    r = run or quiz_run()
     return [{"region": c["region"], "period": c["period"], "g": c["value"], "unit": c["unit"],
              "t": carbon.emissions_kg(r.energy_J, c["value"]) / 1e3, "source": c["source"]}
             for c in carbon.intensity_rows()]
 
 
-def carbon_table():
-    return table(carbon_rows(), {"region": "grid", "period": "year", "g": Col("intensity", None, "{:,.0f}"),
+def carbon_table(run: runcost.RunCost | None = None):
+    return table(carbon_rows(run), {"region": "grid", "period": "year", "g": Col("intensity", None, "{:,.0f}"),
                                  "unit": "unit", "t": Col("quiz run", "t CO2e", "{:,.0f}"), "source": "source"})
 
 
@@ -373,10 +397,14 @@ def serving_point(**over) -> serving.ServingPoint:
     return serving.serve(**kw)
 
 
-def serving_rows() -> list[dict]:
+def serving_rows(model_id: str = "llama3-70b", device: str = "h100-sxm", n_gpus: int = 8) -> list[dict]:
+    """``model_id`` served on ``n_gpus`` ``device``: batch 1 and the given batch, BF16 and FP8, rented on demand and
+    owned."""
     u = dc.given("serve_utilisation")
     # owned: what one GPU costs per wall-clock hour, busy or idle (fixed costs + electricity of the busy share)
-    e_hour = cluster_tco(utilisation=u).owned_usd_per_gpu_hour(u) * u
+    e_hour = tco.tco(device, quiz()["n_gpus"], utilisation=u).owned_usd_per_gpu_hour(u) * u
+    base = {"model_id": model_id, "device": device, "n_gpus": n_gpus,
+            "usd_per_gpu_hour": dc.rental_price(device, "on-demand")["value"]}
     cases = [
         ("BF16, batch 1, rented", {"batch": 1}),
         ("BF16, batch 64, rented", {}),
@@ -385,17 +413,17 @@ def serving_rows() -> list[dict]:
     ]
     rows = []
     for label, over in cases:
-        p = serving_point(**over)
+        p = serving_point(**{**base, **over})
         rows.append({"case": label, "price": p.usd_per_gpu_hour, "decode": p.decode_tokens_per_s,
                      "bound": p.decode_bound, "decode_usd": p.decode_usd_per_million,
                      "prefill_usd": p.prefill_usd_per_million})
     return rows
 
 
-def serving_table():
-    return table(serving_rows(), {
+def serving_table(model_id: str = "llama3-70b", device: str = "h100-sxm", n_gpus: int = 8):
+    return table(serving_rows(model_id, device, n_gpus), {
         "case": Col("case", wrap=True), "price": Col("GPU price", "USD/GPU-h", "{:,.2f}"),
-        "decode": Col("decode, 8 GPUs", "tokens/s", "{:,.0f}"), "bound": "decode bound",
+        "decode": Col(f"decode, {n_gpus} GPUs", "tokens/s", "{:,.0f}"), "bound": "decode bound",
         "decode_usd": Col("output tokens", "USD per million", "{:,.2f}"),
         "prefill_usd": Col("input tokens", "USD per million", "{:,.3f}")})
 
@@ -426,19 +454,11 @@ def run_summary_table(cases: Mapping[str, runcost.RunCost]):
         "mwh": Col("energy", "MWh", "{:,.0f}"), "tco2": Col("emissions", "t CO2e", "{:,.0f}")})
 
 
-def cost_sensitivity_rows() -> list[dict]:
-    """Total cost of the owned quiz run when each input alone takes its low and high value."""
-    ranges = {k: v[:2] for k, v in sensitivity_ranges().items()}
-    ranges["mfu"] = (_eco("llama3_mfu_low"), _eco("llama3_mfu_high"))
-    fs = failure_scenarios()
-    ranges["failure_rate_per_gpu_s"] = (fs["Llama 3 interruptions"], fs["research-cluster MTTF"])
-    ranges["fleet_utilisation"] = (0.5, 1.0)
-    ranges["checkpoint_write_Bps"] = (10e9, 200e9)
-    return runcost.sensitivity(quiz_run, ranges)
-
-
-SENS_BASIS_EXTRA = {"mfu": "Llama 3 measured range", "failure_rate_per_gpu_s": "Llama 3 to research-cluster MTTF",
-                    "fleet_utilisation": "assumed range", "checkpoint_write_Bps": "assumed range, 10 to 200 GB/s"}
+def cost_sensitivity_rows(ranges: Mapping | None = None) -> list[dict]:
+    """Total cost of the owned quiz run when each input alone takes the low and high value of ``ranges``
+    ({input: (low, high, where from)}, default :func:`sensitivity_ranges` with the run's inputs)."""
+    ranges = ranges or sensitivity_ranges(run_inputs=True)
+    return runcost.sensitivity(quiz_run, {k: v[:2] for k, v in ranges.items()})
 
 
 def tornado_rows():
@@ -447,28 +467,30 @@ def tornado_rows():
     return [(SENS_LABELS[r["input"]], r["usd_low"] / 1e3, r["usd_high"] / 1e3) for r in rows], base
 
 
-def cost_sensitivity_table():
-    ranges = {**{k: v[2] for k, v in sensitivity_ranges().items()}, **SENS_BASIS_EXTRA}
-    rows = [{"input": SENS_LABELS[r["input"]], "basis": ranges[r["input"]], "low": r["usd_low"] / 1e3,
-             "high": r["usd_high"] / 1e3} for r in cost_sensitivity_rows()]
+def cost_sensitivity_table(ranges: Mapping | None = None):
+    ranges = ranges or sensitivity_ranges(run_inputs=True)
+    rows = [{"input": SENS_LABELS[r["input"]], "basis": ranges[r["input"]][2], "low": r["usd_low"] / 1e3,
+             "high": r["usd_high"] / 1e3} for r in cost_sensitivity_rows(ranges)]
     rows.sort(key=lambda r: -abs(r["high"] - r["low"]))
     return table(rows, {"input": "input", "basis": Col("range from", wrap=True),
                         "low": Col("total at low", "thousand USD", "{:,.0f}"),
                         "high": Col("total at high", "thousand USD", "{:,.0f}")})
 
 
-def givens_table():
+def givens_table(group: str = "givens"):
+    """The chapter's assumptions: the ``group`` of x4lib/data/datacenter.yaml."""
     rows = [{"given": k.replace("_", " "), "value": f"{v['value']:g}", "unit": v["unit"], "why": v["note"]}
-            for k, v in dc.data()["givens"].items()]
+            for k, v in dc.data()[group].items()]
     return table(rows, {"given": "assumption", "value": "value", "unit": "unit", "why": Col("note", wrap=True)})
 
 
-def run_cost_explorer():
-    """Sliders for every input of the one cost model → the run's summary table."""
+def run_cost_explorer(start: Mapping | None = None):
+    """Sliders for every input of the one cost model → the run's summary table; the run's own sliders start at
+    ``start`` (params, tokens, device, n_gpus, dtype, mfu; default: chapter 00's quiz givens)."""
     import ipywidgets as w
     from IPython.display import display
 
-    g = quiz()
+    g = start or quiz()
     tco_d = tco.defaults(g["device"])
     run_d = runcost.defaults()
     regions = [r["region"] for r in carbon.intensity_rows()]
@@ -478,7 +500,7 @@ def run_cost_explorer():
              usd_per_kwh, pue, mtbf_scale, ckpt_gbps, restart_s, region):
         try:
             r = quiz_run(mode=mode, params=params_b * 1e9, tokens=tokens_t * 1e12, device=device, n_gpus=int(n_gpus),
-                         mfu=mfu, usd_per_gpu_hour=rental,
+                         dtype=g["dtype"], mfu=mfu, usd_per_gpu_hour=rental,
                          server_usd=server_usd * 1e3, years=years, interest=interest, fleet_utilisation=utilisation,
                          usd_per_kwh=usd_per_kwh, pue=pue, failure_rate_per_gpu_s=run_d["failure_rate_per_gpu_s"] / mtbf_scale,
                          checkpoint_write_Bps=ckpt_gbps * 1e9, restart_s=restart_s,
@@ -496,8 +518,8 @@ def run_cost_explorer():
         device=w.Dropdown(options=devices, value=g["device"], description="device"),
         n_gpus=w.IntText(value=g["n_gpus"], description="GPUs"),
         mfu=w.FloatSlider(value=g["mfu"], min=0.1, max=0.8, step=0.01, description="MFU"),
-        rental=w.FloatText(value=dc.rental_price("h100-sxm", "on-demand")["value"], description="rent USD/GPU-h"),
-        server_usd=w.FloatText(value=dc.server_price_usd("h100-sxm") / 1e3, description="server kUSD"),
+        rental=w.FloatText(value=dc.rental_price(g["device"], "on-demand")["value"], description="rent USD/GPU-h"),
+        server_usd=w.FloatText(value=dc.server_price_usd(g["device"]) / 1e3, description="server kUSD"),
         years=w.FloatSlider(value=tco_d["years"], min=2, max=8, step=0.5, description="years"),
         interest=w.FloatSlider(value=tco_d["interest"], min=0, max=0.2, step=0.01, description="interest"),
         utilisation=w.FloatSlider(value=tco_d["utilisation"], min=0.1, max=1.0, step=0.05, description="utilisation"),

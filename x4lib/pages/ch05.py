@@ -59,24 +59,29 @@ LINK_COLS = {"device": Col("device"), "status": Col("status"),
              "conversions": Col("conversions", wrap=True)}
 
 
-def compute_table():
-    """Dense BF16/FP8, memory, bandwidth, ridge points and TFLOP/s per W: headline parts, every device below."""
+def compute_table(headline=HEADLINE):
+    """Dense BF16/FP8, memory, bandwidth, ridge points and TFLOP/s per W: the ``headline`` parts, every device
+    below."""
     rows = [_flat(r) for r in landscape.table()]
-    head = [r for d in HEADLINE for r in rows if r["device"] == d]
+    head = [r for d in headline for r in rows if r["device"] == d]
     return with_details(table(head, COMPUTE_COLS), table(rows, COMPUTE_COLS),
                         f"All {len(rows)} accelerators of the catalog")
 
 
-def link_table():
-    """Scale-up domain and bandwidth, scale-out per chip (where a reference system publishes one)."""
+def link_table(headline=HEADLINE):
+    """Scale-up domain and bandwidth, scale-out per chip (where a reference system publishes one): the ``headline``
+    parts, every device with links below."""
     rows = [_flat(r) for r in landscape.table()]
     rows = [r for r in rows if r["scaleup_domain_chips"] or r["scaleup_bw_gb_s_per_direction"]]
-    head = [r for d in HEADLINE for r in rows if r["device"] == d]
+    head = [r for d in headline for r in rows if r["device"] == d]
     return with_details(table(head, LINK_COLS), table(rows, LINK_COLS), f"All {len(rows)} accelerators with links")
 
 
-def achievable_rows() -> list[dict]:
-    ids = [d.id for d in specs.load_catalog().values() if d.kind != "cpu" and "bf16_dense_tflops" in d.values]
+def achievable_rows(devices=None) -> list[dict]:
+    """Achievable dense BF16 of each of ``devices`` (ids, default: the catalog) that is an accelerator with a BF16
+    peak and a published measurement or a model."""
+    devs = [specs.get(i) for i in (specs.load_catalog() if devices is None else devices)]
+    ids = [d.id for d in devs if d.kind != "cpu" and "bf16_dense_tflops" in d.values]
     out = []
     for i in ids:
         a = landscape.achievable_bf16(i)
@@ -85,26 +90,28 @@ def achievable_rows() -> list[dict]:
     return out
 
 
-def achievable_table():
+def achievable_table(devices=None):
     cols = {"device": Col("device"), "peak_tflops": Col("BF16 dense peak", "TFLOP/s", "{:,.0f}"),
             "measured_tflops": Col("best published measurement", "TFLOP/s", "{:,.0f}"),
             "measured_source": Col("measured by (source key)"),
             "model_tflops": Col("model at 8192³", "TFLOP/s", "{:,.0f}")}
-    return table(achievable_rows(), cols)
+    return table(achievable_rows(devices), cols)
 
 
-def price_table():
+def price_table(rows: list[dict] | None = None):
+    """``rows`` of :func:`x4lib.catalog.landscape.rental_rows` (default: all of them)."""
     cols = {"device": Col("device"), "provider": Col("provider"), "tier": Col("tier"), "date": Col("snapshot date"),
             "usd_per_gpu_hour": Col("price", "USD per GPU-h", "{:.2f}"),
             "usd_per_pflop_hour": Col("per dense BF16 PFLOP-hour", "USD", "{:.2f}"),
             "usd_per_tb_s_hour": Col("per TB/s-hour of memory bandwidth", "USD", "{:.2f}")}
-    return table(landscape.rental_rows(), cols)
+    return table(landscape.rental_rows() if rows is None else rows, cols)
 
 
-def misleads_table():
+def misleads_table(figures: list[dict] | None = None):
+    """Printed figures (default: every one of :func:`x4lib.catalog.landscape.vendor_figures`) on the common basis."""
     rows = [{**f, "conversions": "; ".join(f["conversions"]),
              "shown": f"{f['normalised']:,.1f} {f['normalised_unit']}", "cat": f"{f['catalog']:,.1f}"}
-            for f in landscape.vendor_figures()]
+            for f in (landscape.vendor_figures() if figures is None else figures)]
     cols = {"trap": Col("trap", wrap=True), "device": Col("device"), "as_printed": Col("as printed", wrap=True),
             "conversions": Col("conversions", wrap=True), "shown": Col("on the common basis"),
             "cat": Col("catalog value"), "source": Col("source key")}
@@ -197,8 +204,9 @@ def compare_table(a: str = PAIR[0], b: str = PAIR[1]):
     return table(rows, cols)
 
 
-def explorer():
-    """Pick two chips and a workload: the two scores, constraints and the numbers that decided."""
+def explorer(a: str = PAIR[0], b: str = PAIR[1], workload: str = "serve"):
+    """Pick two chips and a workload (starting at ``a``, ``b`` and ``workload``): the two scores, constraints and the
+    numbers that decided."""
     import ipywidgets as w
     from IPython.display import display
 
@@ -219,9 +227,9 @@ def explorer():
                              "constraint": Col("deciding constraint"),
                              "numbers": Col("numbers that decided", fmt="{:.4g}", wrap=True)}))
 
-    return w.interactive(show, a=w.Dropdown(options=ids, value=PAIR[0], description="chip A"),
-                         b=w.Dropdown(options=ids, value=PAIR[1], description="chip B"),
-                         workload=w.Dropdown(options=list(choose.WORKLOADS), value="serve", description="workload"))
+    return w.interactive(show, a=w.Dropdown(options=ids, value=a, description="chip A"),
+                         b=w.Dropdown(options=ids, value=b, description="chip B"),
+                         workload=w.Dropdown(options=list(choose.WORKLOADS), value=workload, description="workload"))
 
 
 def scatter_points() -> list[dict]:

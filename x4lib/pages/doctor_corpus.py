@@ -131,17 +131,18 @@ def summary() -> dict:
             "by_category": by}
 
 
-def first_seen_table():
-    """Each held-out set's score when the doctor first ran on it (before any rule looked at it) beside its score now,
-    and the sets pooled: the honest measure of how the doctor does on a report it has not seen (pandas)."""
+def first_seen_table(sets=SETS, first_scores=FIRST_SCORES):
+    """Each held-out set's score when the doctor first ran on it (``first_scores``: before any rule looked at it)
+    beside its score now, and the ``sets`` pooled: the honest measure of how the doctor does on a report it has not
+    seen (pandas)."""
     import pandas as pd
     sm = summary()
-    labels = ("first quarter", "second set", "third set", "fourth set", "fifth set")
-    rows = [{"set": lab, "cases": FIRST_SCORES[k][1], "named when first seen": FIRST_SCORES[k][0],
-             "first seen %": pct(FIRST_SCORES[k]), "named now": sm[k][0], "now %": pct(sm[k])}
-            for lab, k in zip(labels, SETS)]
-    first = tuple(sum(FIRST_SCORES[k][j] for k in SETS) for j in (0, 1))
-    now = tuple(sum(sm[k][j] for k in SETS) for j in (0, 1))
+    labels = dict(zip(SETS, ("first quarter", "second set", "third set", "fourth set", "fifth set")))
+    rows = [{"set": labels[k], "cases": first_scores[k][1], "named when first seen": first_scores[k][0],
+             "first seen %": pct(first_scores[k]), "named now": sm[k][0], "now %": pct(sm[k])}
+            for k in sets]
+    first = tuple(sum(first_scores[k][j] for k in sets) for j in (0, 1))
+    now = tuple(sum(sm[k][j] for k in sets) for j in (0, 1))
     rows.append({"set": "pooled", "cases": first[1], "named when first seen": first[0], "first seen %": pct(first),
                  "named now": now[0], "now %": pct(now)})
     return pd.DataFrame(rows).set_index("set")
@@ -151,26 +152,27 @@ def pct(pair: tuple[int, int]) -> float:
     return round(100 * pair[0] / pair[1], 1) if pair[1] else 0.0
 
 
-def category_table():
-    """The score by category (pandas), with the totals as the last rows."""
+def category_table(sets=SETS):
+    """The score by category (pandas), a pair of columns for each of the held-out ``sets``, with the totals as the
+    last rows ("written against": the cases of no held-out set)."""
     import pandas as pd
     sm = summary()
-    sets = ("held out", "second set", "third set", "fourth set", "fifth set")   # only the fifth is still unseen
-    # (blind scores of the others: HELD_OUT_1_BEFORE, HELD_OUT_2_BLIND, HELD_OUT_3_BLIND, HELD_OUT_4_BLIND)
+    labels = dict(zip(SETS, ("held out", "second set", "third set", "fourth set", "fifth set")))
+    # (blind scores of the sets: HELD_OUT_1_BEFORE, HELD_OUT_2_BLIND, HELD_OUT_3_BLIND, HELD_OUT_4_BLIND, ...)
     rows = []
     for c, v in sm["by_category"].items():
         row = {"category": c, "cases": v[1], "named": v[0], "named %": pct((v[0], v[1]))}
-        for j, label in enumerate(sets):
-            row[label], row[f"{label} named"] = v[3 + 2 * j], v[2 + 2 * j]
+        for s_key in sets:
+            j = SETS.index(s_key)  # summary()'s by_category pairs are in SETS order
+            row[labels[s_key]], row[f"{labels[s_key]} named"] = v[3 + 2 * j], v[2 + 2 * j]
         rows.append(row)
-    for label, key in (("written against (not held out)", "written_against"), ("held out", "held_out"),
-                       ("second set", "held_out_2"), ("third set", "held_out_3"), ("fourth set", "held_out_4"),
-                       ("fifth set", "held_out_5"), ("all", "all")):
+    for label, key in (("written against (not held out)", "written_against"), *((labels[k], k) for k in sets),
+                       ("all", "all")):
         k, n = sm[key]
         row = {"category": label, "cases": n, "named": k, "named %": pct((k, n))}
-        for s_label, s_key in zip(sets, SETS):
+        for s_key in sets:
             (hk, hn) = sm[s_key] if key in (s_key, "all") else (0, 0)
-            row[s_label], row[f"{s_label} named"] = hn, hk
+            row[labels[s_key]], row[f"{labels[s_key]} named"] = hn, hk
         rows.append(row)
     return pd.DataFrame(rows).set_index("category")
 

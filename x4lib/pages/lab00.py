@@ -470,9 +470,10 @@ def original_budget() -> dict:
 
 # ------------------------------------------------------------------------------------------------ budget
 
-def rental_rows() -> list[dict]:
+def rental_rows(devices=None) -> list[dict]:
     """On-demand prices used for the lab budget (x4lib/data/economics.yaml) and other dated listings
-    (x4lib/data/published.yaml), each with its source and the date of the copy read."""
+    (x4lib/data/published.yaml), each with its source and the date of the copy read; ``devices``: the catalog ids
+    listed (default: every device either file prices)."""
     from x4lib.training import economics
     rows = [{"device": dev_id, "listing": "price used for the budget", "USD per GPU-hour": v["value"],
              "source": v["source"], "accessed": v["accessed"]}
@@ -480,7 +481,7 @@ def rental_rows() -> list[dict]:
     rows += [{"device": r["catalog_id"], "listing": f"{r['provider']}: {r['sku']}",
               "USD per GPU-hour": r["usd_per_gpu_hour"], "source": r["source"], "accessed": r["accessed"]}
              for r in published.rentals()]
-    return rows
+    return [r for r in rows if devices is None or r["device"] in devices]
 
 
 def expected_sweep_s(params: dict, device_id: str) -> float:
@@ -506,8 +507,9 @@ def expected_sweep_s(params: dict, device_id: str) -> float:
 
 # ---------------------------------------------------------------------------------------------- explorer
 
-def roofline_explorer():
-    """Pick a catalog device and dtype → its roofline with the model's prediction for square matmuls."""
+def roofline_explorer(device: str = "h100-sxm", dtype: str = "bf16"):
+    """Pick a catalog device and dtype (starting at ``device`` and ``dtype``) → its roofline with the model's
+    prediction for square matmuls."""
     import ipywidgets as w
     import matplotlib.pyplot as plt
 
@@ -528,8 +530,8 @@ def roofline_explorer():
         plots.roofline_panel(ax, [roof], series)
         plt.show()
 
-    return w.interactive(show, device=w.Dropdown(options=ids, value="h100-sxm", description="device"),
-                         dtype=w.Dropdown(options=list(kernels.DTYPE_BYTES), value="bf16", description="dtype"))
+    return w.interactive(show, device=w.Dropdown(options=ids, value=device, description="device"),
+                         dtype=w.Dropdown(options=list(kernels.DTYPE_BYTES), value=dtype, description="dtype"))
 
 
 def summary_markdown(run: Run) -> str:
@@ -588,9 +590,10 @@ def memory_table(runs=()):
                                      "measured by": Col("measured by", wrap=True)})
 
 
-def rental_table():
+def rental_table(devices=None):
+    """:func:`rental_rows` of ``devices`` (catalog ids; default: every device priced) as a book table."""
     from x4lib.book.tables import Col, table
-    return table(rental_rows(), {"device": "device", "listing": Col("listing", wrap=True),
+    return table(rental_rows(devices), {"device": "device", "listing": Col("listing", wrap=True),
                                  "USD per GPU-hour": Col("price", "USD per GPU-hour", "{:.2f}"), "source": "source",
                                  "accessed": "accessed"})
 

@@ -15,12 +15,13 @@ from x4lib.catalog import published, specs
 
 # ------------------------------------------------------------------------------- the matmul model, validated
 
-def family_rows() -> list[dict]:
-    """The model's constants per family (x4lib/data/matmul.yaml) and the η calibrated now, for a table."""
+def family_rows(families=None) -> list[dict]:
+    """The model's constants per family (x4lib/data/matmul.yaml) and the η calibrated now, for a table;
+    ``families``: family ids, in the order shown (default: every family of matmul.yaml)."""
     from x4lib.book.tables import fmt_list
     c = matmul.constants()
     rows = []
-    for fam in c.families.values():
+    for fam in (c.families.values() if families is None else [c.families[f] for f in families]):
         units = sorted({matmul_data.units_of(specs.get(d), fam) for d in fam.devices})
         by_dev: dict[str, list[float]] = {}
         for k in fam.clocks:
@@ -132,9 +133,10 @@ def sweep_checks() -> list[dict]:
     return out
 
 
-def family_table():
+def family_table(families=None):
+    """:func:`family_rows` of ``families`` (ids; default: every family) as a book table."""
     from x4lib.book.tables import Col, table
-    return table(family_rows(), {
+    return table(family_rows(families), {
         "family": Col("family", wrap=True), "units": Col("parallel units", wrap=True), "tiles": Col("tiles", wrap=True),
         "sourced clocks": Col("sourced clocks", wrap=True), "t0 (µs)": Col("t₀", "µs", "{:.0f}"),
         "tL (µs)": Col("launch floor", "µs", "{:.1f}"), "tp (µs)": Col("pipeline fill per wave", "µs", "{:.2f}"),
@@ -157,10 +159,14 @@ def validation_table(use_clock: bool = True):
     return with_details(compact, full, "Every published rate, measured and predicted (leave-one-device-out)")
 
 
-def sweep_table():
-    """Published sweeps measured by others against the model (the digitised sweep is left to the figure)."""
+def sweep_table(sweeps=None):
+    """Published sweeps measured by others against the model (the digitised sweep is left to the figure, whatever
+    ``sweeps`` names); ``sweeps``: sweep ids of published.yaml, in its order (default: every sweep)."""
     from x4lib.book.tables import Col, table
-    rows = [r for r in sweep_checks() if not r["digitized"]]
+    checks = sweep_checks()
+    if unknown := set(sweeps or ()) - {r["sweep"] for r in checks}:
+        raise ValueError(f"no published sweep {', '.join(sorted(unknown))}")
+    rows = [r for r in checks if not r["digitized"] and (sweeps is None or r["sweep"] in sweeps)]
     return table(rows, {"device": "device", "dtype": "dtype", "sizes": "square sizes",
                         "median |error|": Col("median |error|", fmt="{:.0%}"),
                         "error at n ≤ 1024": Col("error at 1024³ and below", fmt="{:+.0%}"),
@@ -170,10 +176,10 @@ def sweep_table():
 
 # ------------------------------------------------------------------- shapes the model never saw, per class
 
-def shape_class_table():
-    """x4lib.compute.matmul_validation.class_rows as a book table."""
+def shape_class_table(scored=None):
+    """x4lib.compute.matmul_validation.class_rows of the ``scored`` rows (default: mv.scored_all()) as a book table."""
     from x4lib.book.tables import Col, table
-    return table(mv.class_rows(), {
+    return table(mv.class_rows(scored), {
         "class": "shape class", "rows": "rows", "ours": "ours", "theirs": "theirs",
         "median |error|, device held out": Col("median |error|, device held out", fmt="{:.0%}"),
         "median |error|, source held out": Col("median |error|, source held out", fmt="{:.0%}"),
@@ -198,9 +204,10 @@ def class_group_error(shape_class: str, device: str, dtypes: tuple[str, ...], ti
     return statistics.median(xs)
 
 
-def shape_dtype_table():
+def shape_dtype_table(scored=None):
+    """x4lib.compute.matmul_validation.dtype_rows of the ``scored`` rows (default: mv.scored_all()) as a book table."""
     from x4lib.book.tables import Col, table
-    return table(mv.dtype_rows(), {
+    return table(mv.dtype_rows(scored), {
         "dtype": "dtype", "rows": "rows",
         "median |error|, device held out": Col("median |error|, device held out", fmt="{:.0%}"),
         "median |error|, source held out": Col("median |error|, source held out", fmt="{:.0%}"),

@@ -149,12 +149,14 @@ def expected_rows(cluster_ids, collective: str = "all_reduce", sizes_B=None, alg
     return rows
 
 
-def preset_rows() -> list[dict]:
-    """Every cluster preset's parameters (display units, per direction) and what NCCL's graph makes of them."""
+def preset_rows(cluster_ids=None) -> list[dict]:
+    """Each cluster preset's parameters (display units, per direction) and what NCCL's graph makes of them;
+    ``cluster_ids``: the presets shown (default: every preset, clusters.ids())."""
     keep = ("nodes", "gpus_per_node", "intra_link", "intra_bw_gb_s_per_direction_per_gpu",
             "intra_nccl_gb_s_per_direction_per_gpu", "nics_per_node", "nic_link", "nic_bw_gb_s_per_direction",
             "ring_channels", "ring_gb_s_per_channel")
-    return [{"preset": cid, **{k: coll.cluster_summary(clusters.get(cid))[k] for k in keep}} for cid in clusters.ids()]
+    return [{"preset": cid, **{k: coll.cluster_summary(clusters.get(cid))[k] for k in keep}}
+            for cid in (clusters.ids() if cluster_ids is None else cluster_ids)]
 
 
 def read_public(name: str) -> nccl_log.ParsedLog:
@@ -240,9 +242,10 @@ def log_fit_vs_model(name: str, cluster_id) -> list[dict]:
 
 # ---------------------------------------------------------------------------------------------- explorer
 
-def collective_explorer():
+def collective_explorer(cluster: str = "2x8-h100-ib400", collective: str = "all_reduce", algorithm: str = "auto",
+                        protocol: str = "auto"):
     """Pick a cluster preset, a collective, an algorithm and a protocol (auto: NCCL's choice) → busbw against
-    size (model)."""
+    size (model); the arguments are the explorer's starting values."""
     import ipywidgets as w
     import matplotlib.pyplot as plt
 
@@ -258,12 +261,12 @@ def collective_explorer():
         plots.busbw_vs_size(ax, [("prediction", f"model: {collective}, {algorithm}/{protocol}, {cluster}", curve)])
         plt.show()
 
-    return w.interactive(show, cluster=w.Dropdown(options=clusters.ids(), description="cluster"),
+    return w.interactive(show, cluster=w.Dropdown(options=clusters.ids(), value=cluster, description="cluster"),
                          collective=w.Dropdown(options=[c for c in nccl_tests.COLLECTIVES if c != "sendrecv"],
-                                               value="all_reduce", description="collective"),
-                         algorithm=w.Dropdown(options=["auto", "ring", "tree", "nvls"], value="auto",
+                                               value=collective, description="collective"),
+                         algorithm=w.Dropdown(options=["auto", "ring", "tree", "nvls"], value=algorithm,
                                               description="algorithm"),
-                         protocol=w.Dropdown(options=["auto", "LL", "LL128", "Simple"], value="auto",
+                         protocol=w.Dropdown(options=["auto", "LL", "LL128", "Simple"], value=protocol,
                                              description="protocol"))
 
 
@@ -457,14 +460,16 @@ _PROTOCOL_WIRE = {"LL": "8 bytes of data and 8 of flags in each 16-byte line",
                   "Simple": "data only (no flags in the data path)"}
 
 
-def protocol_rows() -> list[dict]:
-    """NCCL's three protocols as its tuner prices them on a ring (x4lib/data/nccl_tuning.yaml): what a line
-    carries, the bandwidth factor, the fixed cost per call and the latency per NVLink and per network step."""
-    t = nccl_tuner.tuning()
+def protocol_rows(protocols=coll.PROTOCOLS, tuning=None) -> list[dict]:
+    """NCCL's protocols as its tuner prices them on a ring (``tuning``: the tuner's constants, default
+    x4lib/data/nccl_tuning.yaml): what a line carries, the bandwidth factor, the fixed cost per call and the latency
+    per NVLink and per network step."""
+    t = nccl_tuner.tuning() if tuning is None else tuning
     f = t["protocol_factors"]["value"]
     factor = {"LL": f["ring_ll"], "LL128": f["ring_ll128"], "Simple": 1.0}
     out = []
-    for i, p in enumerate(coll.PROTOCOLS):
+    for p in protocols:
+        i = coll.PROTOCOLS.index(p)  # the tuner's latency lists are in NCCL's protocol order
         out.append({"protocol": p, "on the wire": _PROTOCOL_WIRE[p], "ring bandwidth factor": factor[p],
                     "base latency (µs)": t["base_latency_us"]["value"]["ring"][i],
                     "per NVLink step (µs)": t["hw_latency_us"]["value"]["nvlink"]["ring"][i],
@@ -472,9 +477,10 @@ def protocol_rows() -> list[dict]:
     return out
 
 
-def protocols_table():
+def protocols_table(protocols=coll.PROTOCOLS, tuning=None):
+    """:func:`protocol_rows` as a book table."""
     from x4lib.book.tables import Col, table
-    return table(protocol_rows(), {
+    return table(protocol_rows(protocols, tuning), {
         "protocol": "protocol", "on the wire": Col("on the wire", wrap=True),
         "ring bandwidth factor": Col("ring bandwidth factor", fmt="{:.2f}"),
         "base latency (µs)": Col("base latency", "µs", "{:.1f}"),
@@ -497,10 +503,11 @@ ALGORITHM_ROWS = (
 )
 
 
-def algorithms_table():
+def algorithms_table(algorithms=ALGORITHM_ROWS):
+    """``algorithms`` (rows of :data:`ALGORITHM_ROWS`: name, how the data moves, latency, algbw) as a book table."""
     from x4lib.book.tables import Col, table
     return table([{"algorithm": a, "how the data moves": how, "latency NCCL charges": lat, "algbw": bw}
-                  for a, how, lat, bw in ALGORITHM_ROWS],
+                  for a, how, lat, bw in algorithms],
                  {"algorithm": "algorithm", "how the data moves": Col("how the data moves", wrap=True),
                   "latency NCCL charges": Col("latency NCCL charges", wrap=True), "algbw": Col("algbw", wrap=True)})
 
@@ -614,10 +621,11 @@ COMMAND_FLAGS = (
 )
 
 
-def command_flags_table():
-    """Every flag the lab's commands print, what it does, and where that is stated."""
+def command_flags_table(flags=COMMAND_FLAGS):
+    """The flags the lab's commands print (rows of :data:`COMMAND_FLAGS`), what each does, and where that is
+    stated."""
     from x4lib.book.tables import Col, table
-    return table([{"command": c, "flag": f, "what it does": w, "source": src or "—"} for c, f, w, src in COMMAND_FLAGS],
+    return table([{"command": c, "flag": f, "what it does": w, "source": src or "—"} for c, f, w, src in flags],
                  {"command": "command", "flag": "flag", "what it does": Col("what it does", wrap=True),
                   "source": "source"})
 
@@ -654,10 +662,11 @@ def vs_table(rows: list[dict]):
     return _table(rows)
 
 
-def presets_table():
-    """Every cluster preset's parameters (per direction; GB/s = 1e9 B/s) and NCCL's ring graph on it."""
+def presets_table(cluster_ids=None):
+    """Each cluster preset's parameters (per direction; GB/s = 1e9 B/s) and NCCL's ring graph on it
+    (``cluster_ids``: default every preset)."""
     from x4lib.book.tables import Col, table
-    return table(preset_rows(), {
+    return table(preset_rows(cluster_ids), {
         "preset": "preset", "nodes": "nodes", "gpus_per_node": "GPUs per node",
         "intra_link": Col("intra-node link", wrap=True),
         "intra_bw_gb_s_per_direction_per_gpu": Col("intra-node line rate, per GPU per direction", "GB/s", "{:,.0f}"),

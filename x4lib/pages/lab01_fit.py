@@ -34,21 +34,23 @@ def _fabric_full_table(shown: list[dict]):
         "worst 1 MiB factor": Col("worst 1 MiB factor", fmt="{:.2f}"), "status": Col("target", wrap=True)})
 
 
-def calibration_table():
+def calibration_table(calib=None):
+    """The fitted constants of ``calib`` (default: validation.calibration(), fitted on validation.fit_names())."""
     from x4lib.book.tables import Col, table
     from x4lib.network import validation
-    return table(validation.calibration_rows(), {
+    return table(validation.calibration_rows(calib), {
         "algorithm/protocol@scale": "algorithm/protocol@scale (N2: two nodes, N4: more)",
         "extra fixed cost (µs)": Col("extra fixed cost", "µs", "{:,.1f}"),
         "bandwidth efficiency": Col("efficiency of NCCL's bandwidth", fmt="{:.2f}")})
 
 
-def cluster_validation_table():
-    """Per log and size class: split, NCCL version priced, pairs NCCL picks, the calibrated model and NCCL's bare
-    estimate against the log (collapsed below a short per-log pivot)."""
+def cluster_validation_table(calib=None):
+    """Per log and size class: split (the logs ``calib`` was fitted on, default validation.calibration(), and the
+    others), NCCL version priced, pairs NCCL picks, the calibrated model and NCCL's bare estimate against the log
+    (collapsed below a short per-log pivot)."""
     from x4lib.book.tables import Col, pivot, table, with_details
     from x4lib.network import validation
-    rows = [{**r, "log": validation.short_name(r["file"])} for r in validation.cluster_rows()]
+    rows = [{**r, "log": validation.short_name(r["file"])} for r in validation.cluster_rows(calib)]
     modelled = [{**r, "log, used as": f"{r['log']} ({r['split']})"} for r in rows if r["model / measured"] is not None]
     compact = pivot(modelled, index=("log, used as", Col("log (theirs), used as", wrap=True)), columns="size class",
                     values={"model / measured": Col("model / measured", fmt="{:.2f}")})
@@ -79,13 +81,16 @@ def fabric_targets_markdown(rows: list[dict] | None = None) -> str:
     return " ".join(out)
 
 
-def tuning_table():
-    """NCCL's own predicted numbers (stored TUNING outputs) beside the model priced with the same NCCL version."""
+def tuning_table(files=None):
+    """NCCL's own predicted numbers (stored TUNING outputs; ``files``: which of validation.TUNING_FILES, default
+    all) beside the model priced with the same NCCL version."""
     from x4lib.book.tables import Col, table
     from x4lib.network import validation
+    if unknown := set(files or ()) - set(validation.TUNING_FILES):
+        raise ValueError(f"no stored TUNING output {', '.join(sorted(unknown))}")
     rows = [{**r, "source": r["source"].split("_")[0].replace("nccl-", "NVIDIA/nccl#"),
              "size": sizes.label(r["size (B)"]) if r["size (B)"] is not None else "— (table)"}
-            for r in validation.tuning_rows()]
+            for r in validation.tuning_rows() if files is None or r["source"] in files]
     return table(rows, {"source": "thread", "NCCL version priced": "NCCL priced", "size": "size",
                         "NCCL's pick": "NCCL's pick", "NCCL (µs)": Col("NCCL's time", "µs", "{:,.1f}"),
                         "model, same pair (µs)": Col("model, same pair", "µs", "{:,.1f}"),
