@@ -196,8 +196,10 @@ ACHIEVED_NVLS_TREE_RULE = {"two_nodes": None, "more_nodes": "2.26.2"}
 
 def achieved_time_s(option: Option, size_B: float, cluster: Cluster, calibration: Calibration | None,
                     collective: str = "all_reduce") -> float:
-    """The time a run of ``option`` takes: NCCL's latency (with the network plugin's reported latency, as NCCL prices
-    it: on AWS EFA that models the 1 MiB rows better than leaving it out) plus the calibration's extra cost, and
+    """The time a run of ``option`` takes: NCCL's latency, with the network plugin's part at what a step of the
+    plugin's protocol takes (nccl_tuner.achieved_plugin_latency_us: on AWS EFA the reported 75 us for send/receive
+    on A100 platforms, 35 us for RDMA writes on H100 and later; NCCL chooses with the reported value), plus the
+    calibration's extra cost, and
     NCCL's bandwidth term at the channels the launch keeps (nccl_tuner.launch_channels) over the calibration's
     efficiency. NVLS tree's bandwidth term is that of the rule in ACHIEVED_NVLS_TREE_RULE, whatever version chose
     it (the stored 2-, 4- and 8-node H100 logs: nccl_tuning.yaml version_bands). Without a calibration: NCCL's own
@@ -213,7 +215,10 @@ def achieved_time_s(option: Option, size_B: float, cluster: Cluster, calibration
         bw_term = same[0].time_s - same[0].latency_s if same else bw_term
     nc = nccl_tuner.launch_channels(option.algorithm, option.protocol, size_B, option.channels, cluster.n_ranks)
     bw_term *= option.channels / max(1, nc)
-    return option.latency_s + calibration.extra_latency_s.get(key, 0.0) + bw_term / calibration.efficiency.get(key, 1.0)
+    reported = nccl_tuner.plugin_latency_us(cluster)
+    plugin_s = option.plugin_latency_s * (nccl_tuner.achieved_plugin_latency_us(cluster) / reported if reported else 1)
+    return (option.latency_s - option.plugin_latency_s + plugin_s + calibration.extra_latency_s.get(key, 0.0)
+            + bw_term / calibration.efficiency.get(key, 1.0))
 
 
 def predict(collective: str, size_B: float, cluster: Cluster | str, in_network: bool | None = None,

@@ -93,6 +93,15 @@ def plugin_latency_us(c: Cluster) -> float:
     return float(_v("net_plugin_latency_us").get(c.nic.network, 0.0))
 
 
+def achieved_plugin_latency_us(c: Cluster) -> float:
+    """The latency a network step takes on the plugin's fabric (net_plugin_achieved_latency_us: by the plugin's
+    protocol, which follows the platform), where that differs from what the plugin reports; else the reported one."""
+    if c.nic is None or c.nodes == 1:
+        return 0.0
+    by_arch = _v("net_plugin_achieved_latency_us").get(c.nic.network)
+    return float(by_arch[c.arch]) if by_arch and c.arch in by_arch else plugin_latency_us(c)
+
+
 def _log2i(x: float) -> int:
     """NCCL's log2i: floor(log2(x)), -1 for 0."""
     return int(x).bit_length() - 1 if x >= 1 else -1
