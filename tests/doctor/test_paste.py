@@ -208,6 +208,10 @@ def test_acsctl_in_hex_is_read():
     (["After installing MOFED in the container NCCL uses RDMA."], "report-says-socket"),
     (["BIOS: IOMMU=Disable, and then it worked"], "iommu-in-paste"),
     (["It looks like the actual connection speed of GPU 0 is x4."], "report-says-pcie-slot"),
+    # RTX 40-series ranks in an nccl-tests header (the log reader decides, as for the 50 series); P2P refused in words
+    (["#  Rank  0 Group  0 Pid  13582 on    host device  0 [0x34] NVIDIA GeForce RTX 4090",
+      "#  Rank  1 Group  0 Pid  13582 on    host device  1 [0x35] NVIDIA GeForce RTX 4090"], "geforce-no-p2p"),
+    (["GeForce cards don't support GPU Direct P2P, as far as I know."], "report-says-p2p-off"),
 ])
 def test_general_signals_name_their_rule(lines, rule):
     text = "Some context first.\n\n" + "\n".join(lines) + "\n"

@@ -217,6 +217,7 @@ SIGNALS: tuple[Signal, ...] = (
        r"|\b(?:disabl\w{0,3}|override\w?)\b.{0,30}\bp2p\b|chipset not supported|not P2P-capable"
        r"|CANNOT Access Peer|Peer access .{0,60}: ?No\b|can_?access_?peer\w{0,10}\W{0,6}(?:0|False)\b"
        r"|\bpeer[- ]to[- ]peer\b.{0,40}\b(?:disabled?|not (?:supported|enabled|available))"
+       r"|\b(?:don'?t|do not|doesn'?t|does not|can'?t|cannot) (?:support|use|do) (?:GPU ?Direct )?(?:P2P|peer[- ]to[- ]peer)\b"
        # P2P turned back on, and the figure rose: it was off ("export NCCL_P2P_DISABLE=0, bandwidth has reached 220GB/s")
        r"|(?:NCCL_P2P_DISABLE\s*=\s*0\b|\bunset\w{0,3}\s+NCCL_P2P_(?:LEVEL|DISABLE)\b|\b(?:enabl\w{1,3}|turn\w{0,3} on)"
        r"\s+(?:the\s+)?(?:P2P|peer[- ]to[- ]peer)\b).{0,80}(?:\breach\w{0,3}\b|\bfaster\b|\bimprov\w{0,5}\b"
