@@ -201,6 +201,7 @@ def test_acsctl_in_hex_is_read():
     (["The servers are connected by 4xEDR 100Gbps InfiniBand."], "ib-width-not-adapters"),
     # across sockets; clocks from NVML and in words; FP32 against FP16; capability figures; the RDMA stack
     (["P2P between GPUs over QPI is very slow on this server."], "report-says-cross-socket"),
+    (["Multi-node NCCL performance drop due to cross numa issues"], "report-says-cross-socket"),
     (["nvml returns nvmlClocksThrottleReasonSwPowerCap while the kernel runs"], "clock-reason-in-paste"),
     (["the GPU core frequency drops from 1980 MHz to 1575 MHz when power exceeds the limit"], "report-says-thermal"),
     (["The FP32 kernel is 10 times slower than the FP16 one."], "tf32-not-enabled"),

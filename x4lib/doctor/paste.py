@@ -208,9 +208,12 @@ SIGNALS: tuple[Signal, ...] = (
        r"^NUMA node[0-9]{1,3} CPU\(s\):|^available: [0-9]{1,3} nodes|^node [0-9]{1,3} cpus:"),
     _s("nic-pairing-prose", "sentence", "nic", r"same NIC|wrong NIC|NIC ?[0-9]? is closer"),
     # the reporter says traffic crosses the link between CPU sockets (QPI/UPI, the I/O hubs of older Intel servers)
-    _s("cross-socket-prose", "sentence", ("qpi", "upi", "ioh", "i/o hub", "inter-socket", "intersocket", "smp interconnect"),
+    _s("cross-socket-prose", "sentence", ("qpi", "upi", "ioh", "i/o hub", "inter-socket", "intersocket", "smp interconnect",
+                                          "cross numa", "cross-numa", "cross socket", "cross-socket"),
        r"\b(?:over|across|through|via|crossing|cross) (?:the )?(?:QPI|UPI|inter-?socket (?:link|bus)|SMP interconnect)\b"
-       r"|\b(?:QPI|UPI)\b.{0,60}?\b(?:slow|low|limit\w{0,3}|bottleneck)\b|\bdifferent (?:I/O ?Hubs?|IOHs?)\b"),
+       r"|\b(?:QPI|UPI)\b.{0,60}?\b(?:slow|low|limit\w{0,3}|bottleneck)\b|\bdifferent (?:I/O ?Hubs?|IOHs?)\b"
+       # a problem the reporter names as cross-NUMA or cross-socket traffic (not a binding setting: cpu-binding)
+       r"|\bcross[- ](?:NUMA|socket)\b.{0,30}?\b(?:issues?|problems?|traffic|penalty|communication|bottleneck)\b"),
     # -- P2P stated in prose, AMD peers
     _s("p2p-prose", "sentence", ("p2p", "peer"),
        r"\bp2p\b.{0,40}\b(?:disabled?|can'?t be enabled|cannot be enabled|not (?:supported|enabled|capable))"
