@@ -9,7 +9,7 @@ from typing import Mapping, Sequence
 
 from x4lib.training import ground_truth as gt, memory, mfu, planner
 from x4lib.catalog import specs
-from x4lib.book.tables import Col, table
+from x4lib.book.tables import Col, sig, table
 
 COUNTS = (8, 64, 256, 1024)
 DEVICES = ("h100-sxm", "h200-sxm", "b200")
@@ -536,6 +536,18 @@ def playbook_nodes_table(source: str = "playbook"):
         "cross": Col("tensor parallelism across nodes: median error", "%", pct)})
 
 
+def playbook_network_table(source: str = "playbook"):
+    """The bus bandwidth the Playbook measured on its own cluster beside the collective model on its fabric (EFA)
+    and on the InfiniBand preset (validate.measured_network); reduce-scatter measured as all-gather did."""
+    cols = {"nodes": "nodes (8 H100 each)"}
+    for kind, name in (("all_reduce", "all-reduce"), ("all_gather", "all-gather")):
+        cols[kind] = Col(f"{name}: measured", "GB/s", sig(3))
+        cols[f"{kind}_model"] = Col(f"{name}: model on EFA", "GB/s", sig(3))
+        cols[f"{kind}_ib"] = Col(f"{name}: model on the IB preset", "GB/s", sig(3))
+    from x4lib.training import validate
+    return table(validate.measured_network(source), cols)
+
+
 def playbook_layer_floor(min_tp: int = 4, max_nodes: int = 8) -> dict:
     """The Playbook's time per layer and micro-batch [ms] where each GPU has little work: one sequence per
     micro-batch, no pipeline, tensor parallelism of ``min_tp`` or more inside a node, up to ``max_nodes`` nodes (the
@@ -675,6 +687,23 @@ def summary() -> dict:
     for k, ok in pb_met.items():
         s[f"gt_playbook_{k}_met"] = "met" if ok else "missed"
     s["gt_playbook_n_met"] = sum(pb_met.values())
+    rp = by["playbook"]["playbook"]["repeatability"]
+    for k in ("twins", "twin_groups", "retest_tau", "model_tau", "retest_pick", "model_pick", "repeats",
+              "repeat_spread_median", "repeat_spread_max"):
+        s[f"gt_pb_{k}"] = rp[k]
+    s["gt_pb_twin_ratio"] = rp["twin_ratio_median"]
+    s["gt_pb_twins_off_pct"] = 100 * rp["twins_outside_1_5x"]
+    s["gt_pb_spread"] = validate.TWIN_SPREAD
+    s["gt_pb_model_twin_hi_pct"] = 100 * (rp["model_twin_ratio_p5_p95"][1] - 1)
+    net = validate.measured_network("playbook")
+    two, top = net[1], net[-1]
+    s["pb_net_top_nodes"] = top["nodes"]
+    s["pb_net_ag_top"], s["pb_net_ag_top_model"] = top["all_gather"], top["all_gather_model"]
+    s["pb_net_ag_top_ib"] = top["all_gather_ib"]
+    s["pb_net_ar_two"], s["pb_net_ar_two_model"] = two["all_reduce"], two["all_reduce_model"]
+    s["pb_net_ag_below_lo"] = min(r["all_gather_model"] / r["all_gather"] for r in net[2:])
+    s["pb_net_ag_below_hi"] = max(r["all_gather_model"] / r["all_gather"] for r in net[2:])
+    s["pb_net_size_mib"] = gt.source_info("playbook")["network"]["measured_busbw"]["size_MiB"]
     s["gt_vtrain_single_tau"] = by["vtrain-single"]["kendall_tau"]
     s["gt_published_within"] = by["published"]["within_10_points"]
     s["gt_published_pts"] = by["published"]["mfu_points"]["mean_abs"]

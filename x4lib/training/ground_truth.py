@@ -85,6 +85,24 @@ def _cluster(dev_id: str, cluster_id: str | None = None) -> clusters.Cluster:
     return clusters.get(cluster_id or CLUSTER_OF[dev_id])
 
 
+@functools.lru_cache(maxsize=8)
+def _source_cluster(dev_id: str, fabric: str = "infiniband", cpu: str = "") -> clusters.Cluster:
+    """The device's preset with the fabric and CPU its source states (ground_truth.yaml ``network``): the same links,
+    NCCL's constants for that fabric (on EFA the aws-ofi-nccl plugin's latency, x4lib.network.nccl_tuner)."""
+    base = _cluster(dev_id)
+    if fabric == base.nic.network and cpu in ("", base.cpu):
+        return base
+    return dataclasses.replace(base, id=f"{base.id}+{fabric}+{cpu or base.cpu}", cpu=cpu or base.cpu,
+                               nic=dataclasses.replace(base.nic, network=fabric))
+
+
+def source_cluster(source: str) -> clusters.Cluster:
+    """The cluster a ground-truth source's rows are priced on (its device's preset, with its stated fabric)."""
+    src = source_info(source)
+    net = src["network"]
+    return _source_cluster(src["device"], net.get("fabric", "infiniband"), net.get("cpu", ""))
+
+
 @functools.lru_cache(maxsize=1)
 def _csv_rows(path=ROWS_PATH) -> tuple:
     try:
@@ -115,7 +133,9 @@ def _csv_row(r: Mapping, src: Mapping, doc: Mapping) -> Row:
     dev = specs.get(src["device"])
     params = float(r["params"]) if r["params"] else _params(shape)
     return Row(r["source"], r["row_id"], r["model_label"] or f"h{shape.hidden} L{shape.layers}", params, shape, setup,
-               _int(r, "gpus_per_node"), dev, _cluster(dev.id), src["network"]["nics_per_node"],
+               _int(r, "gpus_per_node"), dev,
+               _source_cluster(dev.id, src["network"].get("fabric", "infiniband"), src["network"].get("cpu", "")),
+               src["network"]["nics_per_node"],
                stk.stack(src["stack"]), gbs, step, r["flag"], (), ORIGIN.get(r["source"], r["source"]))
 
 

@@ -83,6 +83,9 @@ def document(path=DATA_PATH) -> dict:
     for sid, src in doc["sources"].items():
         if src["stack"] is not None and src["stack"] not in doc["stacks"]:
             raise GroundTruthDataError(f"ground_truth.yaml: source {sid}: unknown stack {src['stack']!r}")
+        mb = src["network"].get("measured_busbw")
+        if mb and any(len(mb[k]) != len(mb["nodes"]) for k in ("all_reduce", "all_gather", "reduce_scatter")):
+            raise GroundTruthDataError(f"ground_truth.yaml: source {sid}: measured_busbw needs one value per node count")
     for rid, st in doc["published_stacks"].items():
         if st not in doc["stacks"]:
             raise GroundTruthDataError(f"ground_truth.yaml: published_stacks.{rid}: unknown stack {st!r}")

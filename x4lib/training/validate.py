@@ -14,7 +14,9 @@ above by 1 (OVERLAP_MAX: compute cannot lose more than the whole time of the col
 Per source it reports: rows, the error statistic of the source (MAPE of the step time, or the MFU-point error for
 the published runs), the signed bias (negative: predicted too fast), the share within 10 %, the layout-ranking
 Kendall τ within groups of rows that differ only in layout, and the peer's own reported error beside it; for the
-Playbook also the error of each group's measured best, and whether the planner's pick is within 5 % of it.
+Playbook also the error of each group's measured best, whether the planner's pick is within 5 % of it, and how
+well the sweep agrees with itself (``repeatability``: its ZeRO-0/ZeRO-1 twins ranked against each other, the ceiling
+any model's τ and pick can reach on it). The Playbook's rows are priced on EFA, the fabric it names.
 Error convention: e = t_predicted / t_measured − 1 (Calculon's d = −e). Every row is scored; nothing is subsampled.
 """
 from __future__ import annotations
@@ -259,6 +261,74 @@ def _groups(sc: Iterable[Scored]) -> dict:
     return out
 
 
+#: groups with at least this many ZeRO-0/ZeRO-1 twins are ranked twice (repeatability)
+TWIN_GROUP_MIN = 4
+#: a twin ratio beyond this (either way) counts as a disagreement
+TWIN_SPREAD = 1.5
+
+
+def repeatability(sc: Sequence[Scored]) -> dict:
+    """How well a sweep agrees with itself, the ceiling of any model scored on it. Twins are two rows of one group
+    with the same layout but ZeRO stage 0 and 1 (the optimizer state sharded or not; the model puts them within
+    ``model_twin_ratio_p5_p95`` of each other, so their measured ratio is mostly the run-to-run spread); repeats are
+    one layout measured more than once. Flagged rows are left out. ``retest_tau`` is the median Kendall τ, over the
+    groups with ≥ TWIN_GROUP_MIN twins, between the ZeRO-0 and ZeRO-1 times of the same layouts; ``retest_pick``
+    counts the groups where the layout fastest under ZeRO-1 is within the pick tolerance of the fastest under
+    ZeRO-0, and ``model_pick`` the same for the model's fastest; ``model_tau`` is the model's τ against the ZeRO-0
+    times of the same layouts."""
+    tol = 1 + LIMITS["playbook_pick_within_pct"] / 100
+    twins, model_twins, repeats = [], [], []
+    taus, model_taus, picks, model_picks = [], [], 0, 0
+    for g in _groups(x for x in sc if not x.row.flag).values():
+        by: dict = {}
+        for x in g:
+            by.setdefault(x.row.layout_label(), []).append(x)
+        repeats += [max(r.row.measured_step_s for r in xs) / min(r.row.measured_step_s for r in xs)
+                    for xs in by.values() if len(xs) > 1]
+        pairs = [(xs[0], by[lab.replace(" z0 ", " z1 ")][0]) for lab, xs in by.items()
+                 if " z0 " in lab and lab.replace(" z0 ", " z1 ") in by]
+        twins += [a.row.measured_step_s / b.row.measured_step_s for a, b in pairs]
+        model_twins += [a.predicted_step_s / b.predicted_step_s for a, b in pairs]
+        if len(pairs) < TWIN_GROUP_MIN:
+            continue
+        z0 = [a.row.measured_step_s for a, _ in pairs]
+        taus.append(kendall_tau(z0, [b.row.measured_step_s for _, b in pairs]))
+        model_taus.append(kendall_tau([a.predicted_step_s for a, _ in pairs], z0))
+        best = min(z0)
+        picks += min(pairs, key=lambda p: p[1].row.measured_step_s)[0].row.measured_step_s <= best * tol
+        model_picks += min(pairs, key=lambda p: p[0].predicted_step_s)[0].row.measured_step_s <= best * tol
+    q = statistics.quantiles(model_twins, n=20) if len(model_twins) > 1 else [float("nan")] * 19
+    return {"twins": len(twins), "twin_ratio_median": statistics.median(twins),
+            "twins_outside_1_5x": sum(r > TWIN_SPREAD or r < 1 / TWIN_SPREAD for r in twins) / len(twins),
+            "model_twin_ratio_p5_p95": [q[0], q[-1]],
+            "twin_groups": len(taus), "retest_tau": statistics.median(taus), "model_tau": statistics.median(model_taus),
+            "retest_pick": picks, "model_pick": model_picks,
+            "repeats": len(repeats), "repeat_spread_median": statistics.median(repeats) if repeats else None,
+            "repeat_spread_max": max(repeats) if repeats else None}
+
+
+def measured_network(source: str = "playbook") -> list[dict]:
+    """The bus bandwidth a source measured on its own cluster (ground_truth.yaml ``network.measured_busbw``: one
+    size, all GPUs of each node taking part) beside what the collective model predicts there, on the source's fabric
+    and on the InfiniBand preset [GB/s]. Not used in any prediction: it shows what the network delivered."""
+    import dataclasses as dc
+    from x4lib.network import collectives
+    mb = gt.source_info(source)["network"].get("measured_busbw")
+    if not mb:
+        return []
+    size = mb["size_MiB"] * 2**20
+    own, ib = gt.source_cluster(source), gt._cluster(gt.source_info(source)["device"])
+    out = []
+    for i, n in enumerate(mb["nodes"]):
+        row = {"nodes": n}
+        for kind in ("all_reduce", "all_gather", "reduce_scatter"):
+            row[kind] = mb[kind][i]
+            for label, c in (("model", own), ("ib", ib)):
+                row[f"{kind}_{label}"] = collectives.predict(kind, size, dc.replace(c, nodes=n)).busbw_Bps / 1e9
+        out.append(row)
+    return out
+
+
 def summary(source: str) -> dict:
     """The per-source statistics of the module docstring, display units (percent, points)."""
     c = loso_constants(source)
@@ -304,7 +374,8 @@ def summary(source: str) -> dict:
             groups += 1
             picks += pick.row.measured_step_s <= best.row.measured_step_s * (1 + LIMITS["playbook_pick_within_pct"] / 100)
         doc["playbook"] = {"groups": groups, "best_median_abs_error_pct": 100 * statistics.median(map(abs, best_err)),
-                           "best_median_error_pct": 100 * statistics.median(best_err), "pick_within_5pct": picks}
+                           "best_median_error_pct": 100 * statistics.median(best_err), "pick_within_5pct": picks,
+                           "repeatability": repeatability(sc)}
     label, ok = TARGETS[source]
     doc["target"] = {"text": label, "met": bool(ok(doc))}
     return doc
@@ -346,6 +417,11 @@ def _text(doc: dict) -> str:
             pb = s["playbook"]
             lines.append(f"{'':14} best per group: median |error| {pb['best_median_abs_error_pct']:.1f} %, pick within "
                          f"5 % of the best in {pb['pick_within_5pct']} of {pb['groups']} groups")
+            rp = pb["repeatability"]
+            lines.append(f"{'':14} the sweep against itself (ZeRO-0 vs ZeRO-1 twins, {rp['twin_groups']} groups): tau "
+                         f"{rp['retest_tau']:.2f} (model {rp['model_tau']:.2f}), pick within 5 % in {rp['retest_pick']} "
+                         f"of {rp['twin_groups']} (model {rp['model_pick']}); {rp['twins_outside_1_5x']:.0%} of "
+                         f"{rp['twins']} twins differ by more than {TWIN_SPREAD}x")
         if s["within_10_points"] is not None:
             lines.append(f"{'':14} within +-10 MFU points: {s['within_10_points']} of {s['rows']}")
     c = dict(doc["constants_all_sources"])
