@@ -191,6 +191,9 @@ def test_acsctl_in_hex_is_read():
     (["Two p5 nodes over EFA.", "h:1:1 [0] NCCL INFO NET/Plugin : No plugin found (libnccl-net.so), using internal "
       "implementation"], "net-plugin-missing"),
     (["The image does not include /opt/amazon/aws-ofi-nccl/lib in LD_LIBRARY_PATH."], "net-plugin-missing"),
+    # the reporter asks for the cloud fabric's own transport: until it is on, NCCL runs without its plugin
+    (["We'd need to enable GPUDirect-TCPx to reach the advertised bandwidth."], "net-plugin-missing"),
+    (["[GCP] enable GPUDirect-TCPX for H100s"], "net-plugin-missing"),
     # GPUDirect RDMA: NCCL's line for an HCA without the module, a receive without /GDRDMA, the reporter's words
     (["h:1:2 [0] NCCL INFO NET/IB : GPU Direct RDMA Disabled for HCA 0 'mlx5_0' (no module)"], "gdr-not-enabled"),
     (["a:1:2 [0] NCCL INFO Channel 00 : 0[7000] -> 8[7000] [receive] via NET/IB/0"], "gdr-not-enabled"),
@@ -261,3 +264,13 @@ def test_the_new_signals_stay_quiet_where_nothing_is_wrong():
     _, got = run("Two ports, 400 Gb/s of bandwidth per node.\n        rate:            200 Gb/sec (4X HDR)\n"
                  "        rate:            200 Gb/sec (4X HDR)\nWe want to enable GPUDirect-TCPX on GCP.\n")
     assert not {"ib-port-rate-below-stated", "ib-width-not-adapters", "gdr-not-enabled"} & set(got), sorted(got)
+
+
+def test_a_fabric_already_enabled_is_no_missing_plugin_and_busbw_is_read_before_algbw():
+    _, got = run("We enabled EFA on both p5 nodes and busbw rose to 90 GB/s.\n")
+    assert "net-plugin-missing" not in got, sorted(got)
+    # the symptom the missing plugin explains is the bus bandwidth, reported after the algorithm bandwidth here
+    _, got = run("We'd need to enable GPUDirect-TCPX on these A3 nodes.\n"
+                 "algbw: 11.396 GBps (91.2 Gbps)\nbusbw: 18.973 GBps (151.8 Gbps)\n")
+    f = got["net-plugin-missing"]
+    assert f.measured.value == 18.973 and {e.line for e in f.evidence} == {1, 3}

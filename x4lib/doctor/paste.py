@@ -112,6 +112,12 @@ SIGNALS: tuple[Signal, ...] = (
        r"loaded|installed|present|included|in)|missing|fail\w{0,3}|cannot|can'?t|could not|couldn'?t)\b"
        r"|\b(?:cannot|can'?t|could not|couldn'?t|fail\w{0,3} to|does not|doesn'?t) (?:find|load|include|open)\b.{0,40}?"
        r"(?:\bOFI\b|aws-ofi-nccl|libnccl-net|\bnet(?:work)? plugin\b|\bTCPXO? plugin\b))"),
+    # the reporter asks for the cloud fabric's own transport to be turned on ("We'd need to enable GPUDirect-TCPx",
+    # a title "[GCP] enable GPUDirect-TCPX"): until it is, NCCL runs without its plugin, over sockets
+    _s("fabric-off-prose", "sentence", ("tcpx", "efa"),
+       r"\b(?:need\w{0,2} to|ha(?:ve|s) to|must|should|in order to)\s+(?:enable|use|install|configure|set ?up)\s+"
+       r"(?:the\s+)?\[?(?:GPUDirect[- ]TCPXO?|TCPXO?|EFA)\b|^\W{0,3}(?:\[[^\]]{1,20}\]\s*)?(?:enable|support)\s+\[?"
+       r"(?:GPUDirect[- ]TCPXO?|TCPXO?|EFA)\b"),
     _s("plugin-fabric", "sentence", ("efa", "tcpx", "p4d", "p5", "a3-"),
        r"\bEFA\b|\bTCPXO?\b|\bp4de?\b|\bp5(?:e|en)?\b|\ba3-(?:high|mega|ultra)"),
     # GPUDirect RDMA: NCCL's line for an HCA without the peer-memory module, and the reporter's words
@@ -485,10 +491,11 @@ def findings(sc: Scan, skip: frozenset = frozenset()) -> list[Finding]:
     # the network plugin NCCL could not load: NCCL then tries its own IB transport, then sockets (init.cc). Harmless
     # on an InfiniBand cluster or a single host, so NCCL's own "No plugin found" line counts only where the paste
     # names a fabric that needs a plugin (AWS EFA, GCP TCPX/TCPXO); the reporter's words count alone
-    plugin = sc.lines_of("net-plugin-prose") + (sc.lines_of("nccl-net-plugin-missing") if sc.has("plugin-fabric")
-                                                else [])
-    if plugin:
-        add("net-plugin-missing", plugin + sc.lines_of("nccl-socket", "nccl-net-socket-env", "transport-prose"))
+    plugin = sc.lines_of("net-plugin-prose", "fabric-off-prose") + (sc.lines_of("nccl-net-plugin-missing")
+                                                                    if sc.has("plugin-fabric") else [])
+    if plugin:  # with the first busbw figure the paste reports: the symptom the missing plugin explains
+        add("net-plugin-missing", plugin + sc.lines_of("nccl-socket", "nccl-net-socket-env", "transport-prose")
+            + ([_busbw_hit(sc)[0]] if _busbw_hit(sc) else []), measured=_first_busbw(sc))
     # GPUDirect RDMA off: the NIC reads and writes host memory, and every transfer is staged through it
     if not sc.has("nccl-socket", "nccl-ib-nodevice"):
         add("gdr-not-enabled", sc.lines_of("nccl-gdr-off", "gdr-prose", "nccl-net-ib-no-gdr"),
@@ -630,10 +637,16 @@ def _fp32_ratio(sc: Scan) -> tuple[str, Quantity | None, Quantity | None]:
             Quantity(fp16.value, "TFLOP/s", f"catalog {dev.id} FP16 dense peak ({fp16.source})"))
 
 
+def _busbw_hit(sc: Scan) -> tuple | None:
+    """The first reported bus-bandwidth figure, (line, match): a busbw before an algbw (the figure comparable across
+    collectives and rank counts), else the first figure."""
+    hits = sc.hits.get("busbw-prose", ())
+    return next((h for h in hits if not h[1].group(0).lower().startswith("algbw")), hits[0] if hits else None)
+
+
 def _first_busbw(sc: Scan) -> Quantity | None:
-    for i, m in sc.hits.get("busbw-prose", ())[:1]:
-        return Quantity(float(m.group(1)), "GB/s", f"figure reported on line {i}")
-    return None
+    h = _busbw_hit(sc)
+    return Quantity(float(h[1].group(1)), "GB/s", f"figure reported on line {h[0]}") if h else None
 
 
 def next_command(sc: Scan) -> str:
