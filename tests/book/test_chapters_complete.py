@@ -14,6 +14,8 @@ ROOT = paths.REPO_ROOT
 #: pages the toc lists that are not chapters
 NOT_CHAPTERS = {"book/index", "book/bibliography"}
 MIN_EXERCISES = 4
+#: tables a theory chapter shows in its main flow (issue 33); longer reference tables go into collapsed cells
+MAX_MAIN_TABLES = 8
 #: pages another branch of issue 33 is rewriting (the integrator removes these marks after merging)
 CONVERTED_ELSEWHERE: set = set()
 
@@ -137,6 +139,29 @@ def test_every_chapter_is_complete(page):
     assert not found, f"{page}:\n" + "\n".join(found)
 
 
+def main_flow_tables(text: str) -> list[str]:
+    """Code cells outside exercise solutions whose last line shows a table and whose output is not collapsed or
+    removed (hide-output, hide-cell, remove-cell, remove-output)."""
+    sols = [(m.start(), text.find("```{solution-end}", m.start()))
+            for m in re.finditer(r"^```\{solution-start\}", text, re.M)]
+    out = []
+    for m in re.finditer(r"^```\{code-cell\}[^\n]*\n(.*?)^```", text, re.M | re.S):
+        body = m.group(1)
+        if any(a <= m.start() <= b for a, b in sols) or re.search(r"hide-output|hide-cell|remove-cell|remove-output",
+                                                                     body):
+            continue
+        lines = [ln for ln in body.splitlines() if ln.strip() and not ln.startswith(":")]
+        if lines and re.search(r"\btable\(|_table\(", lines[-1]):
+            out.append(lines[-1])
+    return out
+
+
+@pytest.mark.parametrize("page", [p for p in toc_chapters() if re.match(r"book/[0-9]", p)])
+def test_a_theory_chapter_shows_at_most_eight_tables_in_its_main_flow(page):
+    shown = main_flow_tables((ROOT / f"{page}.md").read_text(encoding="utf-8"))
+    assert len(shown) <= MAX_MAIN_TABLES, f"{page}: {len(shown)} tables shown:\n" + "\n".join(shown)
+
+
 def test_the_checks_catch_what_they_are_for():
     bad = ("## Learning goals\n\n## Resumen en español\n\nSon {glue:text}`days:.1f` días con dispersión.\n\n"
            "```{exercise} One\n:label: ex-one\nQ?\n```\n\n```{solution-start} ex-one\n:class: dropdown\n```\n\n"
@@ -148,3 +173,7 @@ def test_the_checks_catch_what_they_are_for():
     assert GLUE.findall(res) == ["days:.1f"]
     good = "## Explorer\n\n```{code-cell} ipython3\npage.explorer()\n```\n\n```{code-cell} ipython3\npage.table()\n```\n"
     assert explorer_problems(good) == []
+    cells = ("```{code-cell} ipython3\npage.a_table()\n```\n\n```{code-cell} ipython3\n:tags: [hide-output]\n"
+             "page.b_table()\n```\n\n```{solution-start} ex-one\n```\n\n```{code-cell} ipython3\ntable(rows)\n```\n\n"
+             "```{solution-end}\n```\n")
+    assert main_flow_tables(cells) == ["page.a_table()"]
