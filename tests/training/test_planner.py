@@ -292,3 +292,14 @@ def test_an_obviously_too_large_layout_is_still_refused(m70):
     assert planner.memory_plan(planner.run_model(r), lay, r["layout"]["global_batch_tokens"]).total_B <= 72e9
     # and on the command line: exit 2, naming the memory (the 70B model on 8 GPUs, any layout)
     check_usage_error(run_cli(*BASE, "--gpus", "8"), "smallest count that fits")
+
+
+def test_a_count_that_fits_with_other_settings_says_so_rather_than_name_itself_as_the_smallest():
+    # a 2.7B GPT on one H100: eight sequences per micro-batch without recomputation do not fit, one GPU does
+    args = ("plan", "--params", "2.7e9", "--layers", "32", "--hidden", "2560", "--heads", "32", "--seq", "2048",
+            "--global-batch-tokens", "16384", "--tokens", "1e9", "--device", "h100-sxm", "--gpus", "1")
+    r = run_cli(*args, "--tp", "1", "--pp", "1", "--dp", "1", "--zero", "0", "--micro-batch", "8",
+                "--recompute", "none")
+    check_usage_error(r, "1 GPU fits with other settings")
+    assert "smallest count" not in r.stderr
+    assert run_cli(*args, "--micro-batch", "1", "--recompute", "none").returncode == 0

@@ -551,6 +551,14 @@ def cli_main(args) -> int:
             if not plans:
                 least = min_gpus_to_fit(model, dev, args.global_batch_tokens, args.gpus_per_node)
                 hint = f"; the smallest count that fits is {least}" if least else ""
+                if least and least <= args.gpus and given:  # the count would fit: the settings given do not
+                    free = search(model, dev, args.gpus, args.global_batch_tokens, args.gpus_per_node, args.cluster,
+                                  {k: v for k, v in fixed.items() if k in ("tp", "pp", "dp", "cp") and v is not None},
+                                  top=1) or search(model, dev, args.gpus, args.global_batch_tokens,
+                                                   args.gpus_per_node, args.cluster, {}, top=1)
+                    count = f"{args.gpus} GPU fits" if args.gpus == 1 else f"{args.gpus} GPUs fit"
+                    hint = (f"; {count} with other settings ({free[0].layout.label()}), so change what was given"
+                            if free else hint)
                 raise PlanError(f"no layout of {args.gpus} x {args.device} fits the model in memory "
                                 f"({', '.join(f'{k}={v}' for k, v in given.items()) or 'any degrees'}){hint}")
             plan, n = plans[0], len(plans)
