@@ -216,6 +216,10 @@ def test_acsctl_in_hex_is_read():
     (["#  Rank  0 Group  0 Pid  13582 on    host device  0 [0x34] NVIDIA GeForce RTX 4090",
       "#  Rank  1 Group  0 Pid  13582 on    host device  1 [0x35] NVIDIA GeForce RTX 4090"], "geforce-no-p2p"),
     (["GeForce cards don't support GPU Direct P2P, as far as I know."], "report-says-p2p-off"),
+    # a dtype the GPU's tensor cores cannot multiply: BF16 below compute capability 8.0, FP8 below 8.9
+    (["BF16 matmul is about half the speed of FP32 on our T4."], "dtype-not-native"),
+    (["We run on a V100.", "Training in bfloat16 gives no speedup over float32."], "dtype-not-native"),
+    (["torch._scaled_mm with float8_e4m3fn is not supported on the A100."], "dtype-not-native"),
 ])
 def test_general_signals_name_their_rule(lines, rule):
     text = "Some context first.\n\n" + "\n".join(lines) + "\n"
@@ -274,3 +278,14 @@ def test_a_fabric_already_enabled_is_no_missing_plugin_and_busbw_is_read_before_
                  "algbw: 11.396 GBps (91.2 Gbps)\nbusbw: 18.973 GBps (151.8 Gbps)\n")
     f = got["net-plugin-missing"]
     assert f.measured.value == 18.973 and {e.line for e in f.evidence} == {1, 3}
+
+
+def test_a_dtype_the_gpu_multiplies_natively_is_no_finding():
+    # BF16 on an A100 (8.0) and on an H100 (not a GPU the rule lists: 9.0), FP8 on an L4 (8.9), a T4 without a
+    # dtype complaint
+    for text in ("BF16 is slower than FP16 on our A100 for this shape.\n", "BF16 is slower than FP16 on H100.\n",
+                 "FP8 gives no speedup on the L4 for small batches.\n", "On the T4 the FP32 kernel is 8 times slower than the FP16 one.\n"):
+        _, got = run(text)
+        assert "dtype-not-native" not in got, (text, sorted(got))
+    _, got = run("BF16 matmul is about half the speed of FP32 on our T4.\n")
+    assert "compute capability 7.5" in got["dtype-not-native"].detail

@@ -163,7 +163,8 @@ class Report:
 @functools.lru_cache(maxsize=2)
 def load_rules(path: Path = RULES_PATH) -> Mapping:
     """doctor_rules.yaml validated (JSON Schema, every rule id has a check, every rule's kinds are known):
-    {"rules": id -> :class:`Rule`, "thresholds": name -> float, "log_device_names": [...], "no_p2p_gpu_names": [...]}.
+    {"rules": id -> :class:`Rule`, "thresholds": name -> float, "log_device_names": [...], "no_p2p_gpu_names": [...],
+    "compute_capability_names": [...], "native_dtype_min_cc": dtype -> {cc, source}}.
     Raises :class:`RulesError` (exit 1) naming the file and the field."""
     from x4lib.catalog import specs
     name = Path(path).name
@@ -177,7 +178,7 @@ def load_rules(path: Path = RULES_PATH) -> Mapping:
     if missing or unknown:
         raise RulesError(f"{name}: rules without a check in the doctor's readers: {', '.join(unknown) or 'none'}; "
                          f"checks without a rule: {', '.join(missing) or 'none'}")
-    for entry in data["log_device_names"] + data["no_p2p_gpu_names"]:
+    for entry in data["log_device_names"] + data["no_p2p_gpu_names"] + data["compute_capability_names"]:
         try:
             re.compile(entry["regex"])
         except re.error as exc:
@@ -190,7 +191,9 @@ def load_rules(path: Path = RULES_PATH) -> Mapping:
                              "thresholds": MappingProxyType({k: float(v["value"])
                                                              for k, v in data["thresholds"].items()}),
                              "log_device_names": tuple(data["log_device_names"]),
-                             "no_p2p_gpu_names": tuple(data["no_p2p_gpu_names"])})
+                             "no_p2p_gpu_names": tuple(data["no_p2p_gpu_names"]),
+                             "compute_capability_names": tuple(data["compute_capability_names"]),
+                             "native_dtype_min_cc": MappingProxyType(dict(data["native_dtype_min_cc"]))})
 
 
 #: every rule id, in the order the checks run (doctor_rules.yaml must define exactly these)
@@ -211,8 +214,8 @@ RULE_IDS = ("net-socket-multinode", "net-socket-nodes-unknown", "p2p-not-support
             "ib-width-not-adapters", "report-says-cross-socket", "report-says-nic-pairing", "cpu-binding",
             "pcie-link-below-another",
             "report-says-pcie-slot", "pcie-aer-errors", "clock-reason-in-paste", "report-says-thermal", "gpu-xid",
-            "tf32-not-enabled", "fp16-accumulate-gemm", "cache-flattered", "shape-kernel-choice", "line-rate-expected",
-            "sparse-peak-expected",
+            "tf32-not-enabled", "dtype-not-native", "fp16-accumulate-gemm", "cache-flattered", "shape-kernel-choice",
+            "line-rate-expected", "sparse-peak-expected",
             "avg-busbw-not-peak", "report-says-software-version", "report-says-fabric",
             # a Lab 02 training step (x4lib.doctor.step_check)
             "lab02-term-off", "lab02-terms-agree")
@@ -230,7 +233,7 @@ CAUSE_ORDER = (
     "clock-reason-in-paste", "report-says-thermal", "sw-power-cap-busy", "clock-low-cause-unrecorded",
     "captured-idle", "remapping-failed", "ecc-uncorrectable", "remapped-rows-pending", "gpu-xid", "mig-enabled",
     "nccl-maxsharedmem", "test-failed", "log-check-failed", "one-rank", "fp32-used-tf32", "tf32-not-enabled",
-    "fp16-accumulate-gemm",
+    "dtype-not-native", "fp16-accumulate-gemm",
     "cache-flattered", "shape-kernel-choice", "rate-above-peak", "matmul-below-expected",
     "memory-bw-below-expected", "no-compute-bound-shape", "lab02-term-off", "nvls-above-line-rate", "two-node-tree",
     "sparse-peak-expected", "ib-width-not-adapters", "line-rate-expected", "avg-busbw-not-peak", "below-model", "report-says-fabric",

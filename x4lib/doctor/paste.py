@@ -26,7 +26,7 @@ from __future__ import annotations
 import dataclasses
 import re
 
-from x4lib.doctor.findings import Finding, Lines, Quantity, new_finding
+from x4lib.doctor.findings import Finding, Lines, Quantity, load_rules, new_finding
 
 #: longest part of one line the patterns look at (characters); a line of a 64 MiB file is cut here
 MAX_LINE = 4096
@@ -284,6 +284,13 @@ SIGNALS: tuple[Signal, ...] = (
     _s("fp32-slow-prose", "sentence", ("fp32", "float32", "full precision", "single precision"),
        r"\b(?:FP32|float32|full precision|single precision)\b.{0,80}?(?:\b[0-9]{1,3}(?:\.[0-9])? ?(?:x|×|times) slower\b"
        r"|\bslower\b.{0,30}?\b(?:FP16|BF16|half|TF32)\b|\bmuch (?:more time|longer|slower)\b|\(x ?[0-9]{1,3}\))"),
+    # a dtype said to be slow, no faster, or unsupported (the GPU's compute capability decides, dtype_not_native)
+    _s("dtype-slow-prose", "sentence", ("bf16", "bfloat16", "fp8", "float8", "e4m3", "e5m2"),
+       r"\b(?:BF16|bfloat16|FP8|float8\w{0,12}|e4m3\w{0,6}|e5m2\w{0,6})\b.{0,120}?(?:\bslow\w{0,3}\b|\bhalf the speed\b"
+       r"|\bno (?:speed-?up|faster|gain|improvement)\b|\bnot (?:any )?faster\b|\bsame speed\b|\bnot supported\b"
+       r"|\bunsupported\b|\bemulat\w{1,5}\b)"
+       r"|(?:\bslow\w{0,3}\b|\bno (?:speed-?up|gain)\b|\bnot supported\b|\bemulat\w{1,5}\b).{0,80}?"
+       r"\b(?:BF16|bfloat16|FP8|float8\w{0,12}|e4m3\w{0,6}|e5m2\w{0,6})\b"),
     _s("fp16-compute-gemm", "sentence", ("hgemm", "compute_type", "computetype"),
        r"\b(?:hipblas|rocblas_)hgemm\b|--compute_type\s+(?:h|f16_r)\b"
        r"|compute_?type\s*[=:]\s*(?:h|f16_r|HIPBLAS_R_16F|HIPBLAS_COMPUTE_16F|rocblas_datatype_f16_r)\b"),
@@ -588,6 +595,9 @@ def findings(sc: Scan, skip: frozenset = frozenset()) -> list[Finding]:
             break
     # dtype, shape, cache
     add("tf32-not-enabled", sc.lines_of("tf32-off", "fp32-slow-prose"), *_fp32_ratio(sc))
+    native = _dtype_not_native(sc)
+    if native:
+        add("dtype-not-native", native[0], native[1])
     add("fp16-accumulate-gemm", sc.lines_of("fp16-compute-gemm"))
     add("cache-flattered", sc.lines_of("cache-flattered"))
     add("shape-kernel-choice", sc.lines_of("shape-kernel"))
@@ -635,6 +645,42 @@ def _fp32_ratio(sc: Scan) -> tuple[str, Quantity | None, Quantity | None]:
             f"{fp16.value / fp32.value:.0f}× apart (catalog {dev.id})",
             Quantity(fp32.value, "TFLOP/s", f"catalog {dev.id} FP32 peak ({fp32.source})"),
             Quantity(fp16.value, "TFLOP/s", f"catalog {dev.id} FP16 dense peak ({fp16.source})"))
+
+
+_DTYPE_WORDS = (("fp8", r"\b(?:FP8|float8\w{0,12}|e4m3\w{0,6}|e5m2\w{0,6})\b"), ("bf16", r"\b(?:BF16|bfloat16)\b"))
+
+
+def _dtype_not_native(sc: Scan) -> tuple[list[int], str] | None:
+    """A dtype said to be slow or unsupported on an NVIDIA GPU whose compute capability is below the one whose
+    tensor cores multiply it (doctor_rules.yaml ``native_dtype_min_cc``, ``compute_capability_names``): (the
+    sentence's line and the GPU's, detail). The GPU named on the sentence's own line wins, else the first named."""
+    lines = sc.lines_of("dtype-slow-prose")
+    if not lines:
+        return None
+    data = load_rules()
+    names = [(re.compile(e["regex"]), e) for e in data["compute_capability_names"]]
+
+    def gpu_on(i: int):
+        text = sc.lines.lines[i - 1][:MAX_LINE]
+        return next(((m.group(0), e) for rx, e in names if (m := rx.search(text))), None)
+
+    for i in lines:
+        text = sc.lines.lines[i - 1][:MAX_LINE]
+        found = gpu_on(i)
+        where = i
+        if found is None:
+            where = next((j for j in range(1, min(len(sc.lines.lines), 20000) + 1) if gpu_on(j)), None)
+            found = gpu_on(where) if where else None
+        if found is None:
+            continue
+        word, entry = found
+        for dtype, rx in _DTYPE_WORDS:
+            need = data["native_dtype_min_cc"].get(dtype)
+            if need and re.search(rx, text, re.I) and entry["cc"] < need["cc"]:
+                return sorted({i, where}), (f"{word}: compute capability {entry['cc']:g} ({entry['source']}); "
+                                            f"{dtype.upper()} tensor-core MMA needs {need['cc']:g} "
+                                            f"({need['source']})")
+    return None
 
 
 def _busbw_hit(sc: Scan) -> tuple | None:
