@@ -216,6 +216,9 @@ def test_acsctl_in_hex_is_read():
     (["#  Rank  0 Group  0 Pid  13582 on    host device  0 [0x34] NVIDIA GeForce RTX 4090",
       "#  Rank  1 Group  0 Pid  13582 on    host device  1 [0x35] NVIDIA GeForce RTX 4090"], "geforce-no-p2p"),
     (["GeForce cards don't support GPU Direct P2P, as far as I know."], "report-says-p2p-off"),
+    # a package's peak against one of its devices (two GCDs per MI250X)
+    (["The MAMF is measured on a single GCD, while the 383 TFLOPs as specified is for 2 GCDs."],
+     "package-peak-per-device"),
     # a dtype the GPU's tensor cores cannot multiply: BF16 below compute capability 8.0, FP8 below 8.9
     (["BF16 matmul is about half the speed of FP32 on our T4."], "dtype-not-native"),
     (["We run on a V100.", "Training in bfloat16 gives no speedup over float32."], "dtype-not-native"),
@@ -289,3 +292,10 @@ def test_a_dtype_the_gpu_multiplies_natively_is_no_finding():
         assert "dtype-not-native" not in got, (text, sorted(got))
     _, got = run("BF16 matmul is about half the speed of FP32 on our T4.\n")
     assert "compute capability 7.5" in got["dtype-not-native"].detail
+
+
+def test_gcd_words_without_a_package_against_a_device_are_no_finding():
+    for text in ("Each GCD has 110 compute units and 64 GB of HBM2e; busbw 150 GB/s.\n",
+                 "We ran on both GCDs and busbw was 150 GB/s.\n"):
+        _, got = run(text)
+        assert "package-peak-per-device" not in got, (text, sorted(got))

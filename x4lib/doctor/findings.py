@@ -215,7 +215,7 @@ RULE_IDS = ("net-socket-multinode", "net-socket-nodes-unknown", "p2p-not-support
             "pcie-link-below-another",
             "report-says-pcie-slot", "pcie-aer-errors", "clock-reason-in-paste", "report-says-thermal", "gpu-xid",
             "tf32-not-enabled", "dtype-not-native", "fp16-accumulate-gemm", "cache-flattered", "shape-kernel-choice",
-            "line-rate-expected", "sparse-peak-expected",
+            "line-rate-expected", "sparse-peak-expected", "package-peak-per-device",
             "avg-busbw-not-peak", "report-says-software-version", "report-says-fabric",
             # a Lab 02 training step (x4lib.doctor.step_check)
             "lab02-term-off", "lab02-terms-agree")
@@ -236,7 +236,7 @@ CAUSE_ORDER = (
     "dtype-not-native", "fp16-accumulate-gemm",
     "cache-flattered", "shape-kernel-choice", "rate-above-peak", "matmul-below-expected",
     "memory-bw-below-expected", "no-compute-bound-shape", "lab02-term-off", "nvls-above-line-rate", "two-node-tree",
-    "sparse-peak-expected", "ib-width-not-adapters", "line-rate-expected", "avg-busbw-not-peak", "below-model", "report-says-fabric",
+    "sparse-peak-expected", "package-peak-per-device", "ib-width-not-adapters", "line-rate-expected", "avg-busbw-not-peak", "below-model", "report-says-fabric",
     "report-says-software-version",
     "lab02-terms-agree")
 

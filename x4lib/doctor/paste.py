@@ -291,6 +291,10 @@ SIGNALS: tuple[Signal, ...] = (
        r"|\bunsupported\b|\bemulat\w{1,5}\b)"
        r"|(?:\bslow\w{0,3}\b|\bno (?:speed-?up|gain)\b|\bnot supported\b|\bemulat\w{1,5}\b).{0,80}?"
        r"\b(?:BF16|bfloat16|FP8|float8\w{0,12}|e4m3\w{0,6}|e5m2\w{0,6})\b"),
+    # a package's figure against one of its dies: "measured on a single GCD, while the 383 TFLOPs ... is for 2 GCDs"
+    _s("package-prose", "sentence", ("gcd", "die"),
+       r"\b(?:a single|one|per|each|1)\s+(?:GCD|die)\b.{0,160}?\b(?:2|two|both)\s+(?:GCDs|dies)\b"
+       r"|\b(?:2|two|both)\s+(?:GCDs|dies)\b.{0,160}?\b(?:a single|one|per|each|1)\s+(?:GCD|die)\b"),
     _s("fp16-compute-gemm", "sentence", ("hgemm", "compute_type", "computetype"),
        r"\b(?:hipblas|rocblas_)hgemm\b|--compute_type\s+(?:h|f16_r)\b"
        r"|compute_?type\s*[=:]\s*(?:h|f16_r|HIPBLAS_R_16F|HIPBLAS_COMPUTE_16F|rocblas_datatype_f16_r)\b"),
@@ -584,6 +588,7 @@ def findings(sc: Scan, skip: frozenset = frozenset()) -> list[Finding]:
         else:
             measured, expected, detail = _line_rate_expectation(sc, ev)
             add("line-rate-expected", ev, detail, measured, expected)
+    add("package-peak-per-device", sc.lines_of("package-prose"))
     rows = [(i, float(m.group(2))) for i, m in sc.hits.get("nccltests-row", ())]
     for i, m in sc.hits.get("nccltests-avg", ()):
         avg = float(m.group(1))
