@@ -299,3 +299,10 @@ def test_gcd_words_without_a_package_against_a_device_are_no_finding():
                  "We ran on both GCDs and busbw was 150 GB/s.\n"):
         _, got = run(text)
         assert "package-peak-per-device" not in got, (text, sorted(got))
+
+
+def test_amds_infinity_fabric_is_a_gpu_link_not_a_network_fabric():
+    _, got = run("Eight MI100 in two hives, all GPUs of a hive connected by Infinity Fabric; busbw 50 GB/s.\n")
+    assert "report-says-fabric" not in got, sorted(got)
+    _, got = run("The fabric between nodes 3 and 7 is congested; busbw 50 GB/s.\n")
+    assert "report-says-fabric" in got

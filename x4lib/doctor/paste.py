@@ -258,8 +258,9 @@ SIGNALS: tuple[Signal, ...] = (
        r"|\baccording to (?:the )?(?:official |vendor'?s? |NVIDIA'?s? |AMD'?s? )?(?:documentation|docs|spec\w{0,9}|datasheet)"),
     _s("tflops-figure", "sentence", ("tflop", "tf/s", "tensor core", "flops"), r"TFLOPS|TF/s|Tensor Core|FLOPS"),
     _s("fabric-prose", "sentence", ("fabric", "between nodes"),
-       # not nvidia-smi -q's own "Fabric" section header or "GPU Fabric GUID" line, which are no reporter's words
-       r"\bfabric\b(?!\s*(?:GUID|State|Status|:|$))|between nodes? [0-9]{1,3} ?(?:\+|and|&) ?[0-9]{1,3}"),
+       # not nvidia-smi -q's own "Fabric" section header or "GPU Fabric GUID" line, which are no reporter's words, nor
+       # AMD's "Infinity Fabric" (the name of its GPU-to-GPU and in-package links, xGMI: no network fabric)
+       r"(?<!infinity )\bfabric\b(?!\s*(?:GUID|State|Status|:|$))|between nodes? [0-9]{1,3} ?(?:\+|and|&) ?[0-9]{1,3}"),
     # -- software: a version, a regression, a library swapped
     _s("software-prose", "sentence", ("regress", "bisect", "revert", "downgrad", "upgrad", "roll", "symlink",
                                       "bundled", "version"),
