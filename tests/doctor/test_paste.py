@@ -306,3 +306,12 @@ def test_amds_infinity_fabric_is_a_gpu_link_not_a_network_fabric():
     assert "report-says-fabric" not in got, sorted(got)
     _, got = run("The fabric between nodes 3 and 7 is congested; busbw 50 GB/s.\n")
     assert "report-says-fabric" in got
+
+
+def test_p2p_through_the_cpu_named_where_turning_p2p_off_helped():
+    said = "I'm surprised to see NCCL use P2P through the CPU; recent Intel CPUs have horrible P2P performance.\n"
+    report, got = run(said + "I set NCCL_P2P_DISABLE=1 and got a better result.\n")
+    assert report.named_cause["rule"] == "p2p-through-cpu" and {2} <= {e.line for e in got["p2p-through-cpu"].evidence}
+    # the words alone, with nothing saying P2P was on: no finding
+    _, got = run(said + "busbw 5 GB/s\n")
+    assert "p2p-through-cpu" not in got

@@ -46,7 +46,7 @@ def test_the_corpus_is_stored_whole_with_provenance_and_a_held_out_quarter():
 
 def test_the_score_is_the_doctors_on_every_case():
     s = dc.summary()
-    assert s["all"] == (85, 96) and s["written_against"] == (34, 34) and s["held_out"] == (10, 11)
+    assert s["all"] == (86, 96) and s["written_against"] == (34, 34) and s["held_out"] == (11, 11)
     assert s["held_out_2"] == (10, 13) and dc.HELD_OUT_2_BLIND == (3, 13) and s["held_out_3"] == (7, 14)
     assert dc.HELD_OUT_1_BEFORE == (5, 11) and dc.HELD_OUT_3_BLIND == (4, 14) and s["held_out_4"] == (11, 11)
     assert dc.HELD_OUT_4_BLIND == (3, 11) and dc.HELD_OUT_5_BLIND == (5, 13) and s["held_out_5"] == (13, 13)
@@ -62,20 +62,20 @@ def test_the_score_is_the_doctors_on_every_case():
 def test_the_issue_targets_where_they_stand():
     s = dc.summary()
     assert dc.pct(s["written_against"]) >= 85
-    # 88.5 % of the corpus (target 85 %) and the first held-out quarter at 90.9 % now (target 75 %), both met only
+    # 89.6 % of the corpus (target 85 %) and the first held-out quarter at 100 % now (target 75 %), both met only
     # after every set had been seen: that quarter was 45.5 % when first scored; on reports first seen, pooled over
     # the five sets, 20 of 62 (32.3 %) — the honest measure, reported on the page
-    assert dc.pct(s["all"]) == pytest.approx(88.5) and dc.pct(s["held_out"]) == pytest.approx(90.9)
+    assert dc.pct(s["all"]) == pytest.approx(89.6) and dc.pct(s["held_out"]) == pytest.approx(100.0)
     assert dc.pct(s["held_out_3"]) == pytest.approx(50.0) and dc.pct(s["held_out_2"]) == pytest.approx(76.9)
     first = dc.first_seen_table()
     assert first.loc["pooled", "named when first seen"] == 20 and first.loc["pooled", "cases"] == 62
-    assert first.loc["pooled", "first seen %"] == pytest.approx(32.3) and first.loc["pooled", "named now"] == 51
+    assert first.loc["pooled", "first seen %"] == pytest.approx(32.3) and first.loc["pooled", "named now"] == 52
     assert list(first["named when first seen"][:5]) == [5, 3, 4, 3, 5]
 
 
 def test_the_page_tables_and_worked_cases():
     t = dc.category_table()
-    assert t.loc["all", "named"] == 85 and t.loc["held out", "named %"] == pytest.approx(90.9)
+    assert t.loc["all", "named"] == 86 and t.loc["held out", "named %"] == pytest.approx(100.0)
     assert t.loc["second set", "named"] == 10 and t.loc["all", "second set"] == 13
     assert t.loc["third set", "named"] == 7 and t.loc["all", "third set"] == 14
     assert t.loc["fourth set", "named"] == 11 and t.loc["all", "fourth set"] == 11
@@ -84,7 +84,7 @@ def test_the_page_tables_and_worked_cases():
     md = dc.worked_case("numa-socket__ncclt293-a100pcie-nps-gdr.txt")
     assert "NCCL_NET_GDR_LEVEL=SYS" in md and "gdr-level-forced" in md and "source:" in md
     cases = dc.case_table(held_out=True)
-    assert len(cases) == 11 and cases["named"].sum() == 10
+    assert len(cases) == 11 and cases["named"].sum() == 11
     cases2 = dc.case_table(held_out_2=True)
     assert len(cases2) == 13 and cases2["named"].sum() == 10
     cases3 = dc.case_table(held_out_3=True)

@@ -241,8 +241,10 @@ SIGNALS: tuple[Signal, ...] = (
        # the RDMA stack missing, or the reporter's finding that there was no InfiniBand
        r"|\bno (?:InfiniBand|IB|RDMA)\b(?! ?(?:device|port)s? (?:found|detected))|\binstall\w{0,3}\s+(?:the\s+)?(?:MOFED|"
        r"MLNX_OFED|OFED|rdma-core|libibverbs)\b"),
-    _s("p2p-cpu-prose", "sentence", ("root port", "pci switch", "pcie switch", "compared to shm"),
-       r"separate (?:CPU )?root ports|(?:don'?t|do not) have (?:a )?PCIe? switch|compared to SHM"),
+    _s("p2p-cpu-prose", "sentence", ("root port", "pci switch", "pcie switch", "compared to shm", "p2p"),
+       r"separate (?:CPU )?root ports|(?:don'?t|do not) have (?:a )?PCIe? switch|compared to SHM"
+       # P2P said to go through the CPU ("I'm surprised to see NCCL use P2P through the CPU")
+       r"|\bP2P\b.{0,20}?\b(?:through|via|over|across) (?:the )?(?:CPU|root complex|host bridge)\b"),
     # -- expectations
     _s("expectation-prose", "sentence", ("line rate", "theor", "claim", "datasheet", "total", "bi-direc",
                                          "bidirec", "advertised", "spec", "peak", "nominal", "rated", "direction",
@@ -514,7 +516,9 @@ def findings(sc: Scan, skip: frozenset = frozenset()) -> list[Finding]:
             "some HCAs have it (GPU Direct RDMA Enabled / GDRDMA lines too)" if sc.has("nccl-gdr-on") else "")
     _ib_rates(sc, add)
     # P2P through the CPU (enabled, but across root ports)
-    if (p2p_on or sc.has("nccl-p2p-level-sys")) and sc.has("p2p-cpu-prose", "nccl-p2p-level-sys"):
+    # P2P was on where the reporter says turning it off helped (a fix line setting NCCL_P2P_DISABLE)
+    p2p_off_fixed = bool(set(sc.lines_of("nccl-p2p-disable")) & sc.fix_lines())
+    if (p2p_on or p2p_off_fixed or sc.has("nccl-p2p-level-sys")) and sc.has("p2p-cpu-prose", "nccl-p2p-level-sys"):
         add("p2p-through-cpu", sc.lines_of("nccl-via-p2p", "nccl-p2p-level-sys", "p2p-cpu-prose", "nccl-p2p-disable"))
     # P2P off
     if sc.has("nccl-no-p2p") or (sc.has("nccl-via-shm") and not p2p_on):
