@@ -7,8 +7,9 @@ held out), on a third set (``held_out_3``: gathered and labelled by a collector 
 blind at :data:`HELD_OUT_3_BLIND`; four mechanisms were added after that, looking at the misses of all sets), on a
 fourth (``held_out_4``, blind :data:`HELD_OUT_4_BLIND`, then five mechanisms) and a fifth (``held_out_5``, gathered
 by collectors who never read the rules while those five were written, scored once after them at
-:data:`HELD_OUT_5_BLIND`, then four more mechanisms). No set is unseen now: :func:`first_seen_table` sets each set's
-first score beside its score now, pooled.
+:data:`HELD_OUT_5_BLIND`, then four more mechanisms) and a sixth (``held_out_6``, gathered the same way on 2026-11-28
+and scored once at :data:`HELD_OUT_6_BLIND`). :func:`first_seen_table` sets each set's first score beside its score
+now, pooled.
 
 A case counts as named when the input's named cause (``InputReport.named_cause``: the most severe finding, then
 ``x4lib.doctor.findings.CAUSE_ORDER``) is in the thread's category **and** a finding of that category quotes the
@@ -40,13 +41,17 @@ HELD_OUT_4_BLIND = (3, 11)
 #: the fifth set's blind score (commit after d063384, with the five mechanisms above), before four more added looking at
 #: its misses: IB receives without GDRDMA; NVML's reason names; the RDMA stack missing; a link width stated in words
 HELD_OUT_5_BLIND = (5, 13)
+#: the sixth set's blind score (commit 40f8a22), gathered on 2026-11-28 by two collectors who never read the rules
+#: while that morning's mechanisms were written (a fabric's transport asked for; BF16/FP8 below the compute capability
+#: that multiplies it; a package's peak against one device; Infinity Fabric not a network; P2P through the CPU)
+HELD_OUT_6_BLIND = (1, 13)
 #: the held-out sets in the order they were gathered (corpus.yaml keys)
-SETS = ("held_out", "held_out_2", "held_out_3", "held_out_4", "held_out_5")
+SETS = ("held_out", "held_out_2", "held_out_3", "held_out_4", "held_out_5", "held_out_6")
 #: the latest set (the page counts its refusals)
-LAST_SET = "held_out_5"
+LAST_SET = "held_out_6"
 #: each set's score when it was first run, before any rule was written looking at it (key -> (named, cases))
 FIRST_SCORES = {"held_out": HELD_OUT_1_BEFORE, "held_out_2": HELD_OUT_2_BLIND, "held_out_3": HELD_OUT_3_BLIND,
-                "held_out_4": HELD_OUT_4_BLIND, "held_out_5": HELD_OUT_5_BLIND}
+                "held_out_4": HELD_OUT_4_BLIND, "held_out_5": HELD_OUT_5_BLIND, "held_out_6": HELD_OUT_6_BLIND}
 
 #: the corpus's categories (the issue's names) -> the doctor's categories (x4lib.doctor.findings.CATEGORIES)
 CATEGORY = {"transport-fallback": "tcp-fallback", "p2p-off": "p2p-disabled", "pcie-downtrained": "pcie-downtrained",
@@ -65,6 +70,7 @@ class CaseScore:
     held_out_3: bool
     held_out_4: bool
     held_out_5: bool
+    held_out_6: bool
     evidence_lines: tuple[int, ...]  # where the case's evidence line is in the text
     named_category: str | None  # the doctor's named cause, in the corpus's vocabulary (None: nothing, or exit 2)
     named_rule: str | None
@@ -102,7 +108,7 @@ def score_case(entry: dict) -> CaseScore:
     exit_code = 2 if report is None else doctor.Report(tuple(found), (report,)).exit_code
     return CaseScore(entry["file"], entry["source"], entry["category"], bool(entry.get("held_out")),
                      bool(entry.get("held_out_2")), bool(entry.get("held_out_3")), bool(entry.get("held_out_4")),
-                     bool(entry.get("held_out_5")), where,
+                     bool(entry.get("held_out_5")), bool(entry.get("held_out_6")), where,
                      back[cause["category"]] if cause else None, cause["rule"] if cause else None, ev, exit_code)
 
 
@@ -137,7 +143,7 @@ def first_seen_table(sets=SETS, first_scores=FIRST_SCORES):
     seen (pandas)."""
     import pandas as pd
     sm = summary()
-    labels = dict(zip(SETS, ("first quarter", "second set", "third set", "fourth set", "fifth set")))
+    labels = dict(zip(SETS, ("first quarter", "second set", "third set", "fourth set", "fifth set", "sixth set")))
     rows = [{"set": labels[k], "cases": first_scores[k][1], "named when first seen": first_scores[k][0],
              "first seen %": pct(first_scores[k]), "named now": sm[k][0], "now %": pct(sm[k])}
             for k in sets]
@@ -157,7 +163,7 @@ def category_table(sets=SETS):
     last rows ("written against": the cases of no held-out set)."""
     import pandas as pd
     sm = summary()
-    labels = dict(zip(SETS, ("held out", "second set", "third set", "fourth set", "fifth set")))
+    labels = dict(zip(SETS, ("held out", "second set", "third set", "fourth set", "fifth set", "sixth set")))
     # (blind scores of the sets: HELD_OUT_1_BEFORE, HELD_OUT_2_BLIND, HELD_OUT_3_BLIND, HELD_OUT_4_BLIND, ...)
     rows = []
     for c, v in sm["by_category"].items():
@@ -178,7 +184,7 @@ def category_table(sets=SETS):
 
 
 def case_table(held_out: bool | None = None, held_out_2: bool | None = None, held_out_3: bool | None = None,
-               held_out_4: bool | None = None, held_out_5: bool | None = None):
+               held_out_4: bool | None = None, held_out_5: bool | None = None, held_out_6: bool | None = None):
     """One row per case: the thread's category, what the doctor named, whether the evidence line was quoted
     (``held_out``/``held_out_2``/``held_out_3``: only the cases of that set, or only the others)."""
     import pandas as pd
@@ -186,12 +192,14 @@ def case_table(held_out: bool | None = None, held_out_2: bool | None = None, hel
                           "doctor names": r.named_category or ("refused (exit 2)" if r.exit_code == 2 else "nothing"),
                           "rule": r.named_rule or "", "evidence line quoted": r.evidence_found,
                           "named": r.named, "held out": r.held_out, "second set": r.held_out_2,
-                          "third set": r.held_out_3, "fourth set": r.held_out_4, "fifth set": r.held_out_5}
+                          "third set": r.held_out_3, "fourth set": r.held_out_4, "fifth set": r.held_out_5,
+                          "sixth set": r.held_out_6}
                          for r in scores() if (held_out is None or r.held_out == held_out)
                          and (held_out_2 is None or r.held_out_2 == held_out_2)
                          and (held_out_3 is None or r.held_out_3 == held_out_3)
                          and (held_out_4 is None or r.held_out_4 == held_out_4)
-                         and (held_out_5 is None or r.held_out_5 == held_out_5)]).set_index("case")
+                         and (held_out_5 is None or r.held_out_5 == held_out_5)
+                         and (held_out_6 is None or r.held_out_6 == held_out_6)]).set_index("case")
 
 
 def worked_case(file: str, context: int = 2) -> str:
