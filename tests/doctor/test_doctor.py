@@ -579,3 +579,20 @@ def test_the_topology_reader_of_chapter_03_names_affinity_problems(name, expecte
     for f in report.findings:
         assert f.evidence and all(e.text.split()[0].startswith("GPU") for e in f.evidence)
 
+
+
+def test_no_infiniband_device_means_sockets_unless_a_plugin_or_ib_runs():
+    from x4lib.doctor import diagnose
+    head = "node013:37715:38896 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.13<0>\n"
+    nodev = "node013:37715:38896 [0] NCCL INFO NET/IB : No device found.\n"
+    report, found = diagnose.diagnose_text(head + nodev, "paste.txt")
+    assert [f.rule.id for f in found if f.category == "tcp-fallback"] == ["net-socket-nodes-unknown"]
+    assert "no InfiniBand device" in found[0].detail
+    # on AWS EFA the IB transport finds no device by design: the plugin carries the traffic
+    efa = "node013:37715:38896 [0] NCCL INFO NET/OFI Selected provider is efa\n"
+    _, found = diagnose.diagnose_text(head + nodev + efa, "paste.txt")
+    assert not [f for f in found if f.category == "tcp-fallback"]
+    # nor on one node, as the launcher says: NCCL then needs no network
+    one = "$ python -m torch.distributed.run --nproc_per_node 4 --nnodes 1 test.py\n"
+    _, found = diagnose.diagnose_text(one + head + nodev, "paste.txt")
+    assert not [f for f in found if f.category == "tcp-fallback"]

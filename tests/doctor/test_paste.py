@@ -216,6 +216,15 @@ def test_acsctl_in_hex_is_read():
     (["#  Rank  0 Group  0 Pid  13582 on    host device  0 [0x34] NVIDIA GeForce RTX 4090",
       "#  Rank  1 Group  0 Pid  13582 on    host device  1 [0x35] NVIDIA GeForce RTX 4090"], "geforce-no-p2p"),
     (["GeForce cards don't support GPU Direct P2P, as far as I know."], "report-says-p2p-off"),
+    # the sparse figure named in words; a reply that the figure is the expected one; JAX's HIGHEST precision
+    (["the reported number you have is \"sparsity\" number which is doubled from the actual bf16 speed"],
+     "sparse-peak-expected"),
+    (["360 GB/s is exactly what we'd expect on H100."], "line-rate-expected"),
+    (["jnp.einsum('bqhd,bkhd->bhqk', q, k, precision=jax.lax.Precision.HIGHEST)"], "tf32-not-enabled"),
+    (["In PyTorch 1.12, torch.backends.cuda.matmul.allow_tf32 is set to False."], "tf32-not-enabled"),
+    # a workaround that gives back an earlier version; DMA between GPU and NIC off
+    (["Workaround: `UCX_RC_ECE=0` restores the 1.20.0 bandwidth."], "report-says-software-version"),
+    (["On kernel 6.8 DMA transfers between the GPU and NIC are disabled."], "gdr-not-enabled"),
     # a package's peak against one of its devices (two GCDs per MI250X)
     (["The MAMF is measured on a single GCD, while the 383 TFLOPs as specified is for 2 GCDs."],
      "package-peak-per-device"),

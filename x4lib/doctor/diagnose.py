@@ -256,6 +256,10 @@ def _peak_row(log):
     return max(((r, w, p) for r in log.rows for w, p in r.placements()), key=lambda t: t[2].busbw_gb_s)
 
 
+#: a launcher told to run on one node (torchrun/torch.distributed.run, DeepSpeed, Slurm)
+_ONE_NODE_RE = re.compile(r"--nnodes[ =]1\b|--num[_-]nodes[ =]1\b|\bnnodes=1\b|\bsrun\b.{0,80}\s(?:-N|--nodes)[ =]?1\b")
+
+
 def _diagnose_nccl(text: str, name: str) -> tuple[InputReport, list[Finding]]:
     from x4lib.network import nccl_log, nccl_rows
     L = Lines(name, text)
@@ -277,15 +281,24 @@ def _diagnose_nccl(text: str, name: str) -> tuple[InputReport, list[Finding]]:
     socket = [i for i in using if "Using network Socket" in L.lines[i - 1]] or \
         ([] if using else L.find("NET/Socket : Using"))
     ibverbs = L.find("Failed to open libibverbs")
+    # NCCL found no InfiniBand device and no "Using network" line says otherwise: its network transport is then
+    # Socket (NCCL tries its IB transport, then Socket; nccl-source-transports). Not where a plugin or IB runs
+    # (NET/OFI lines, a channel via NET/), as on AWS EFA, where "NET/IB : No device found" is normal
+    no_ib = [i for i in L.find("No device found") if re.search(r"NET/IB ?: ?No device found", L.lines[i - 1])]
+    one_node = nodes == 1 or any(_ONE_NODE_RE.search(ln) for ln in L.lines[:20000])  # a launcher's --nnodes 1
+    if not socket and not using and no_ib and not one_node and not (L.find("NET/OFI") or L.find("via NET/")):
+        socket = no_ib
     if socket and nodes is not None and nodes > 1:
         host_ev = [L.ev(r.line) for r in ({r.host: r for r in reversed(ranks)}.values())][:2]
         found.append(new_finding("net-socket-multinode", name, [L.ev(i) for i in socket[:2] + ibverbs[:1]] + host_ev +
                               [L.ev(i) for i in node_lines[:1]],
                               f"{nodes} nodes; NCCL's network transport is Socket"
-                              + (" because libibverbs could not be loaded" if ibverbs else "")))
+                              + (" because libibverbs could not be loaded" if ibverbs else
+                                 " because NCCL found no InfiniBand device" if socket == no_ib else "")))
     elif socket and nodes is None:
         found.append(new_finding("net-socket-nodes-unknown", name, [L.ev(i) for i in ibverbs[:1] + socket[:2]],
-                              "libibverbs could not be loaded" if ibverbs else ""))
+                              "libibverbs could not be loaded" if ibverbs else
+                              "NCCL found no InfiniBand device (NET/IB : No device found)" if socket == no_ib else ""))
     p2p_type0 = L.find("intraNodeP2pSupport 0")
     no_p2p = [i for i in L.find("Could not enable P2P between dev") if _NO_P2P_RE.search(L.lines[i - 1])]
     shm = [i for i in L.find("via SHM/") if _SHM_RE.search(L.lines[i - 1])]

@@ -128,12 +128,14 @@ SIGNALS: tuple[Signal, ...] = (
     # a receiving channel over the IB transport without "/GDRDMA": that connection stages through host memory. Only
     # receives: NCCL sends with GPUDirect only where GDR reads are on (NCCL_NET_GDR_READ), so a plain send is normal
     _s("nccl-net-ib-no-gdr", "nccl-line", "via net/ib/", r"\[receive\] via NET/IB/[0-9]{1,3}(?:/Shared)?\s*$"),
-    _s("gdr-prose", "sentence", ("gdr", "gpudirect", "gpu direct", "peermem", "peer_mem", "peer mem"),
+    _s("gdr-prose", "sentence", ("gdr", "gpudirect", "gpu direct", "peermem", "peer_mem", "peer mem", "dma"),
        # GPUDirect-TCPX(O) is GCP's socket transport, not RDMA
        r"\b(?:GPU ?Direct(?! ?-?TCPX)(?: RDMA)?|GDR(?:DMA)?)\b.{0,40}?\b(?:not (?:enabled|used|working|supported|active|on)|"
        r"disabled|off)\b|\b(?:enabl\w{1,3}|turn\w{0,3} on|load\w{0,3}|install\w{0,3})\b.{0,20}?\b(?:the )?(?:GPU ?Direct"
        r"(?! ?-?TCPX)(?: RDMA)?|GDR(?:DMA)?|nvidia[-_]peermem|nv_peer_mem)\b|\b(?:nvidia[-_]peermem|nv_peer_mem)\b.{0,30}?\b(?:not "
-       r"(?:loaded|found|installed|present)|missing)\b"),
+       r"(?:loaded|found|installed|present)|missing)\b"
+       # the NIC's DMA to and from GPU memory said to be off ("DMA transfers between the GPU and NIC are disabled")
+       r"|\bDMA\b.{0,20}?\bbetween (?:the )?GPUs? and (?:the )?NICs?\b.{0,30}?\b(?:disabled|not (?:enabled|working|possible))\b"),
     _s("nccl-info", "nccl-line", ("nccl info", "nccl warn"), r"NCCL (?:INFO|WARN)\b", 0),
     # -- nccl-tests
     _s("nccltests-row", "nccl-tests-row", ("sum", "prod", "max", "min", "avg", "none"),
@@ -246,12 +248,18 @@ SIGNALS: tuple[Signal, ...] = (
        # P2P said to go through the CPU ("I'm surprised to see NCCL use P2P through the CPU")
        r"|\bP2P\b.{0,20}?\b(?:through|via|over|across) (?:the )?(?:CPU|root complex|host bridge)\b"),
     # -- expectations
+    # the sparse figure named as such ("the reported number you have is "sparsity" number ... doubled")
+    _s("sparse-prose", "sentence", ("sparsity", "sparse"),
+       r"\bsparsity\b\W{0,3}.{0,60}?\b(?:number|figure|peak|T?FLOPS|spec\w{0,9}|doubled?|twice)\b"
+       r"|\b(?:number|figure|peak|T?FLOPS|spec\w{0,9})\b.{0,40}?\b(?:with|assum\w{1,3}|includ\w{1,4}) (?:2:4 |structured )?"
+       r"sparsity\b|\bsparse (?:number|figure|peak|T?FLOPS|spec\w{0,9})\b"),
     _s("expectation-prose", "sentence", ("line rate", "theor", "claim", "datasheet", "total", "bi-direc",
                                          "bidirec", "advertised", "spec", "peak", "nominal", "rated", "direction",
                                          "algbw", "% of", "instead of", "according to", "capable of", "aggregate",
-                                         "should"),
+                                         "should", "max", "expect"),
        r"line rate|theor\w{0,6}\b|\bclaim\w{0,2}\b|datasheet|\btotal bandwidth\b|\bbi-?directional\b"
-       r"|\b(?:advertised|spec(?:ification)?s?|peak|nominal|rated)\b.{0,40}\b(?:[0-9]{2,5} ?(?:GB/s|TB/s|TFLOPS|Gb/s|Gbps)"
+       r"|\b(?:is|are) (?:exactly |just )?what (?:we|you|I|one)(?:'d| would) expect\b"
+       r"|\b(?:advertised|spec(?:ification)?s?|peak|nominal|rated|max(?:imum)?)\b.{0,40}\b(?:[0-9]{2,5} ?(?:GB/s|TB/s|TFLOPS|Gb/s|Gbps)"
        r"|bandwidth|TFLOPS)|\bper direction\b|\buni-?directional\b|\b(?:busbw|algbw)\b.{0,30}\b(?:vs\.?|versus|instead of|compared|rather than|not)\b.{0,20}\b(?:busbw|algbw)\b"
        r"|\b(?:only|just) (?:get(?:ting)? |reach(?:ing)? |achiev\w{1,3} )?(?:about |around |~)?[0-9]{1,3} ?% of\b"
        r"|\binstead of (?:the )?(?:expected )?(?:about |around |~)?[0-9]{1,5}(?:\.[0-9]{1,2})? ?(?:GB/s|GB|Gb/s|Gbps|TB/s)"
@@ -265,11 +273,13 @@ SIGNALS: tuple[Signal, ...] = (
        r"(?<!infinity )\bfabric\b(?!\s*(?:GUID|State|Status|:|$))|between nodes? [0-9]{1,3} ?(?:\+|and|&) ?[0-9]{1,3}"),
     # -- software: a version, a regression, a library swapped
     _s("software-prose", "sentence", ("regress", "bisect", "revert", "downgrad", "upgrad", "roll", "symlink",
-                                      "bundled", "version"),
+                                      "bundled", "version", "restor"),
        r"\bregress(?:ion|ions|es|ed)?\b|\bbisect\w{0,3}\b|\b(?:revert\w{0,3}|downgrad\w{1,3}|upgrad\w{1,3}|roll\w{0,3} "
        r"back)\b.{0,60}\b(?:NCCL|RCCL|driver|CUDA|PyTorch|torch|ROCm|firmware|kernel|version|v?[0-9]{1,2}\.[0-9]{1,3})"
        r"|\bsymlink\w{0,3}\b.{0,40}\blib(?:nccl|rccl)|\bbundled (?:NCCL|RCCL|libnccl)"
-       r"|\b(?:older|newer|previous|earlier|different) (?:NCCL|RCCL|driver|CUDA|PyTorch|torch|ROCm) versions?\b"),
+       r"|\b(?:older|newer|previous|earlier|different) (?:NCCL|RCCL|driver|CUDA|PyTorch|torch|ROCm) versions?\b"
+       # a workaround that gives back an earlier version's behaviour ("UCX_RC_ECE=0 restores the 1.20.0 ...")
+       r"|\brestor\w{1,3}\b (?:the )?(?:v|version )?[0-9]{1,3}\.[0-9]{1,3}(?:\.[0-9]{1,3})?\b"),
     # -- what the reporter says fixed it (read with the line's other signals: the fix names the cause)
     _s("fix-prose", "sentence", ("fix", "resolv", "solv", "work", "help", "better", "restor", "no longer",
                                  "went away", "gone"),
@@ -281,7 +291,10 @@ SIGNALS: tuple[Signal, ...] = (
     # -- dtype, shape, cache
     _s("tf32-off", "pytorch", ("tensorfloat32", "float32_matmul_precision", "allow_tf32", "highest", "tf32",
                                "fp32", "float32"),
-       r"TensorFloat32 tensor cores|set_float32_matmul_precision|allow_tf32\s*=\s*False|\bhighest\b\s*\(default\)"
+       r"TensorFloat32 tensor cores|set_float32_matmul_precision|allow_tf32\W{0,2}\s*(?:=|is set to|set to|defaults? to"
+       r"|is)\s*`?False\b|\bhighest\b\s*\(default\)"
+       # JAX/XLA: float32 matmuls at precision HIGHEST do not use the tensor cores' TF32 mode
+       r"|\bprecision\b\W{0,3}\s*(?:=|:)?\s*(?:jax\.lax\.Precision\.|lax\.Precision\.|Precision\.)?[\"']?HIGHEST\b"
        r"|\bTF32\b.{0,30}\b(?:off|disabled|not enabled|False)\b|\b(?:fp32|float32)\b.{0,40}\b(?:instead of|rather than"
        r"|not)\b.{0,20}\b(?:tf32|bf16|fp16|half)\b"),
     _s("fp32-slow-prose", "sentence", ("fp32", "float32", "full precision", "single precision"),
@@ -585,11 +598,13 @@ def findings(sc: Scan, skip: frozenset = frozenset()) -> list[Finding]:
     add("report-says-cross-socket", sc.lines_of("cross-socket-prose"))
     add("report-says-nic-pairing", sc.lines_of("nic-pairing-prose"))
     # expectations
-    if sc.has("expectation-prose"):
+    sparse_words = sc.lines_of("sparse-prose")
+    if sc.has("expectation-prose") or sparse_words:
         ev = sc.lines_of("expectation-prose")
         measured, expected, detail = _sparse_expectation(sc, ev)
-        if expected is not None:
-            add("sparse-peak-expected", ev, detail, measured, expected)
+        if expected is not None or sparse_words:
+            add("sparse-peak-expected", (ev if expected is not None else []) + sparse_words, detail, measured,
+                expected)
         else:
             measured, expected, detail = _line_rate_expectation(sc, ev)
             add("line-rate-expected", ev, detail, measured, expected)
