@@ -224,6 +224,7 @@ def test_acsctl_in_hex_is_read():
     (["In PyTorch 1.12, torch.backends.cuda.matmul.allow_tf32 is set to False."], "tf32-not-enabled"),
     # a workaround that gives back an earlier version; DMA between GPU and NIC off
     (["Workaround: `UCX_RC_ECE=0` restores the 1.20.0 bandwidth."], "report-says-software-version"),
+    (["Moving to a newer version and some driver updates helped a lot, thanks!"], "report-says-software-version"),
     (["On kernel 6.8 DMA transfers between the GPU and NIC are disabled."], "gdr-not-enabled"),
     # a package's peak against one of its devices (two GCDs per MI250X)
     (["The MAMF is measured on a single GCD, while the 383 TFLOPs as specified is for 2 GCDs."],

@@ -8,7 +8,7 @@ blind at :data:`HELD_OUT_3_BLIND`; four mechanisms were added after that, lookin
 fourth (``held_out_4``, blind :data:`HELD_OUT_4_BLIND`, then five mechanisms) and a fifth (``held_out_5``, gathered
 by collectors who never read the rules while those five were written, scored once after them at
 :data:`HELD_OUT_5_BLIND`, then four more mechanisms) and a sixth (``held_out_6``, gathered the same way on 2026-11-28
-and scored once at :data:`HELD_OUT_6_BLIND`, then six mechanisms from its misses). :func:`first_seen_table` sets each set's first score beside its score
+and scored once at :data:`HELD_OUT_6_BLIND`, then seven mechanisms from its misses). :func:`first_seen_table` sets each set's first score beside its score
 now, pooled.
 
 A case counts as named when the input's named cause (``InputReport.named_cause``: the most severe finding, then
@@ -44,9 +44,9 @@ HELD_OUT_5_BLIND = (5, 13)
 #: the sixth set's blind score (commit 40f8a22), gathered on 2026-11-28 by two collectors who never read the rules
 #: while that morning's mechanisms were written (a fabric's transport asked for; BF16/FP8 below the compute capability
 #: that multiplies it; a package's peak against one device; Infinity Fabric not a network; P2P through the CPU)
-#: then six mechanisms were added looking at its misses (no InfiniBand device means sockets; the sparse figure named in
+#: then seven mechanisms were added looking at its misses (no InfiniBand device means sockets; the sparse figure named in
 #: words; allow_tf32 "set to False" and JAX's HIGHEST precision; "exactly what we'd expect"; a workaround that restores
-#: an earlier version; DMA between the GPU and NIC off), so no set is unseen now
+#: an earlier version; a move to a newer release; DMA between the GPU and NIC off), so no set is unseen now
 HELD_OUT_6_BLIND = (1, 13)
 #: the held-out sets in the order they were gathered (corpus.yaml keys)
 SETS = ("held_out", "held_out_2", "held_out_3", "held_out_4", "held_out_5", "held_out_6")
