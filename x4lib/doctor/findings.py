@@ -265,6 +265,10 @@ def clip(text: str) -> str:
     return text if len(text) <= EVIDENCE_CHARS else text[:EVIDENCE_CHARS] + f"… ({len(text)} characters)"
 
 
+#: longest part of one line the patterns look at (characters); a line of a 64 MiB file is cut here
+MAX_LINE = 4096
+
+
 class Lines:
     """The lines of one input, for evidence: ``ev(n)`` is the Evidence of line n (1-based)."""
 

@@ -311,7 +311,6 @@ def measured_network(source: str = "playbook") -> list[dict]:
     """The bus bandwidth a source measured on its own cluster (ground_truth.yaml ``network.measured_busbw``: one
     size, all GPUs of each node taking part) beside what the collective model predicts there, on the source's fabric
     and on the InfiniBand preset [GB/s]. Not used in any prediction: it shows what the network delivered."""
-    import dataclasses as dc
     from x4lib.network import collectives
     mb = gt.source_info(source)["network"].get("measured_busbw")
     if not mb:
@@ -324,7 +323,7 @@ def measured_network(source: str = "playbook") -> list[dict]:
         for kind in ("all_reduce", "all_gather", "reduce_scatter"):
             row[kind] = mb[kind][i]
             for label, c in (("model", own), ("ib", ib)):
-                row[f"{kind}_{label}"] = collectives.predict(kind, size, dc.replace(c, nodes=n)).busbw_Bps / 1e9
+                row[f"{kind}_{label}"] = collectives.predict(kind, size, dataclasses.replace(c, nodes=n)).busbw_Bps / 1e9
         out.append(row)
     return out
 
