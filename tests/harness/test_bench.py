@@ -79,4 +79,93 @@ def test_a_row_says_how_many_calls_each_timing_holds():
     row = bench.matmul_row(torch, "fp32", 8, 8, 8, "cpu", warmup=1, repeats=2)
     assert row["calls_per_timing"] >= 1 and len(row["pair_times_s"]) == 2
     assert row["times_s"] == pytest.approx([p / row["calls_per_timing"] for p in row["pair_times_s"]])
-    assert bench.HARNESS_VERSION == 3
+    assert bench.HARNESS_VERSION == 4
+
+
+class _FakeCuda:
+    """Just enough of torch.cuda for the harness's graph path on a machine without a GPU: events read a fake clock
+    that each captured or eager call advances by ``call_s`` and each replay by ``call_s`` per captured call (no
+    launch cost): the graph figure must come out as the call's own time."""
+
+    def __init__(self, call_s):
+        self.call_s, self.now, self.capturing, self.captured = call_s, 0.0, None, 0
+        cuda = self
+
+        class Event:
+            def __init__(self, enable_timing=True):
+                self.t = None
+
+            def record(self):
+                self.t = cuda.now
+
+            def synchronize(self):
+                pass
+
+            def elapsed_time(self, other):
+                return (other.t - self.t) * 1e3
+
+        class CUDAGraph:
+            def __init__(self):
+                self.calls = 0
+
+            def replay(self):
+                cuda.now += self.calls * cuda.call_s
+
+        class _Ctx:
+            def __init__(self, enter=None, exit_=None):
+                self.enter, self.exit = enter, exit_
+
+            def __enter__(self):
+                if self.enter:
+                    self.enter()
+
+            def __exit__(self, *a):
+                if self.exit:
+                    self.exit()
+
+        class Stream:
+            def wait_stream(self, other):
+                pass
+
+        self.Event, self.CUDAGraph, self.Stream = Event, CUDAGraph, Stream
+        self.current_stream = Stream
+        self.stream = lambda s: _Ctx()
+        self.graph = lambda g: _Ctx(lambda: setattr(cuda, "capturing", g),
+                                    lambda: (setattr(g, "calls", cuda.captured), setattr(cuda, "capturing", None)))
+        self.synchronize = self.empty_cache = lambda: None
+        self.OutOfMemoryError = MemoryError
+
+    def call(self):
+        if self.capturing is not None:
+            self.captured += 1
+        else:
+            self.now += self.call_s
+
+
+def test_a_short_call_is_also_timed_as_a_cuda_graph_of_its_own_calls(monkeypatch):
+    class FakeTorch:
+        cuda = _FakeCuda(3e-6)
+    fake = FakeTorch()
+    t = bench.graph_timing(fake.cuda.call, fake, warmup=1, repeats=3, calls=bench.GRAPH_CALLS)
+    assert fake.cuda.captured == bench.GRAPH_CALLS
+    assert t.best_s == pytest.approx(3e-6) and len(t.times_s) == 3
+    assert t.calls % bench.GRAPH_CALLS == 0 and t.pair_times_s[0] == pytest.approx(t.calls * 3e-6)
+
+
+def test_a_graph_capture_that_fails_leaves_the_queued_figure(monkeypatch):
+    class FakeTorch:
+        cuda = _FakeCuda(3e-6)
+
+        class Generator:
+            def __init__(self, device):
+                pass
+
+            def manual_seed(self, s):
+                return self
+
+    def refuse(*a, **k):
+        raise RuntimeError("operation not permitted when stream is capturing")
+    monkeypatch.setattr(bench, "graph_timing", refuse)
+    monkeypatch.setattr(bench, "_matmul_fn", lambda *a: (lambda: None))
+    out = bench.graph_row(FakeTorch(), ("bf16", 64, 64, 64, "cuda", 0), warmup=1, repeats=2)
+    assert list(out) == ["graph_error"] and "capturing" in out["graph_error"]

@@ -28,7 +28,7 @@ def quick_run(tmp_path_factory):
 def test_the_quick_run_writes_raw_times_and_the_executed_notebook(quick_run):
     data = json.loads((quick_run / "results.json").read_text())
     jsonschema.validate(data, SCHEMA)
-    assert data["schema_version"] == 3 and data["method_version"] == 3 and data["device"]["detected_name"]
+    assert data["schema_version"] == 3 and data["method_version"] == 4 and data["device"]["detected_name"]
     assert quick_run.name.startswith("local-cpu-")
     assert "peak_tflops" not in data and all("tflops_best" not in r for r in data["matmul"])
     assert data["independent_check"]["n"] == max(r["m"] for r in data["matmul"] if r["m"] == r["n"] == r["k"])

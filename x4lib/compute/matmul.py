@@ -22,6 +22,8 @@ Model (units in brackets; F = 2·m·n·k FLOP, ``x4lib.compute.kernels``):
                  t = t_L + t₀ + t_p + max(t_c, t_m)      [s]  one call per synchronisation (timing="synced": Lab 00's
                                                               harness up to method 2); t₀: fixed per-call start-up
                                                               and tail on the device, t_L: the host's launch time
+                 t = t₀ + t_p + max(t_c, t_m)            [s]  calls captured as a CUDA graph and replayed
+                                                              (timing="graph", harness 4's small shapes): no t_L
     rate         R = F / t                               [FLOP/s];  efficiency R / P
 
 Measured on our committed GEMM sweeps (``book/runs/gemms/``) and never applied to the machine they were measured on
@@ -64,8 +66,9 @@ from x4lib.compute.matmul_data import (MATMUL_PATH, Family, MatmulDataError, NoM
                                        peak_clock_hz, precision_class, units_of)
 from x4lib.compute.matmul_floors import api_floor, power_limited_clock
 
-#: how a harness times a call: back to back (the launch queue runs ahead) or one call per synchronisation
-TIMINGS = ("queued", "synced")
+#: how a harness times a call: back to back (the launch queue runs ahead), one call per synchronisation, or as a
+#: CUDA graph replayed (no host launch per call)
+TIMINGS = ("queued", "synced", "graph")
 #: a compute-bound shape whose waves leave more than this share of the paid tile slots idle is "quantisation"-bound
 QUANTISATION_IDLE = 0.25
 #: the η search range when a published rate is inverted (above 1.5 the measurement beats the model's roof)
@@ -223,6 +226,8 @@ class Prediction:
     @property
     def time_s(self) -> float:
         work = self.overhead_s + self.t_pipeline_s + max(self.t_compute_s, self.t_memory_s)
+        if self.timing == "graph":
+            return work
         return self.launch_floor_s + work if self.timing == "synced" else max(self.launch_floor_s, work)
 
     @property
@@ -246,7 +251,7 @@ class Prediction:
         QUANTISATION_IDLE of the paid wave slots idle) or ``compute``."""
         biggest = max(self.t_compute_s, self.t_memory_s)
         if self.overhead_s + self.launch_floor_s * (self.timing == "synced") > biggest \
-                or self.launch_floor_s >= self.overhead_s + self.t_pipeline_s + biggest:
+                or (self.timing != "graph" and self.launch_floor_s >= self.overhead_s + self.t_pipeline_s + biggest):
             return "launch"
         if self.t_memory_s > self.t_compute_s:
             return "memory"

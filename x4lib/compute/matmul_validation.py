@@ -11,7 +11,8 @@ here is among them. Two hold-outs, both reported:
   calibration source, so for them this is the model as shipped).
 
 Our runs' rows are predicted as their harness timed them (method 2 and earlier: one call per synchronisation,
-``timing="synced"``; method 3: back to back) and with the run's own best copy/triad bandwidth as the achievable
+``timing="synced"``; method 3: back to back; method 4 adds, for calls under 100 µs, the same shape timed as a
+CUDA graph, scored as a row of its own, ``timing="graph"``) and with the run's own best copy/triad bandwidth as the achievable
 bandwidth (a different kernel measured on the same machine, not a matmul row). Used in: book/lab-00-roofline.md.
 """
 from __future__ import annotations
@@ -118,7 +119,18 @@ def run_rows(runs=None) -> tuple[Row, ...]:
             out.append(Row(f"ours: {run.run_id}", cat, r["dtype"], r["m"], r["n"], r["k"],
                            kernels.matmul_flop(r["m"], r["n"], r["k"]) / r["best_s"], timing, True, bw,
                            f"harness method {run.results.get('method_version')}"))
+            out += _graph_row(run, cat, r, bw, f"harness method {run.results.get('method_version')}")
     return tuple(out)
+
+
+def _graph_row(run, cat: str, r: dict, bw: float | None, note: str) -> list[Row]:
+    """The same shape timed as a CUDA graph (harness 4, calls shorter than 100 µs back to back): a row of its own,
+    timing ``graph`` (the GPU's time per call, no host launch)."""
+    if not r.get("graph_best_s"):
+        return []
+    return [Row(f"ours: {run.run_id}", cat, r["dtype"], r["m"], r["n"], r["k"],
+                kernels.matmul_flop(r["m"], r["n"], r["k"]) / r["graph_best_s"], "graph", True, bw,
+                f"{note}, timed as a CUDA graph")]
 
 
 def sweep_rows(runs=None) -> tuple[Row, ...]:
@@ -138,6 +150,7 @@ def sweep_rows(runs=None) -> tuple[Row, ...]:
             out.append(Row(f"ours: {run.run_id}", cat, r["dtype"], r["m"], r["n"], r["k"],
                            kernels.matmul_flop(r["m"], r["n"], r["k"]) / r["best_s"], "queued", True, None,
                            f"GEMM sweep: {what}"))
+            out += _graph_row(run, cat, r, None, f"GEMM sweep: {what}")
     return tuple(out)
 
 
