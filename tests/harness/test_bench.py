@@ -169,3 +169,22 @@ def test_a_graph_capture_that_fails_leaves_the_queued_figure(monkeypatch):
     monkeypatch.setattr(bench, "_matmul_fn", lambda *a: (lambda: None))
     out = bench.graph_row(FakeTorch(), ("bf16", 64, 64, 64, "cuda", 0), warmup=1, repeats=2)
     assert list(out) == ["graph_error"] and "capturing" in out["graph_error"]
+
+
+def test_a_short_cuda_row_carries_both_figures_and_a_long_one_only_the_queued(monkeypatch):
+    import types
+
+    def fake_torch(call_s):
+        t = types.SimpleNamespace(cuda=_FakeCuda(call_s))
+        t.backends = types.SimpleNamespace(cuda=types.SimpleNamespace(matmul=types.SimpleNamespace()),
+                                           cudnn=types.SimpleNamespace())
+        t.Generator = lambda device: types.SimpleNamespace(manual_seed=lambda s: None)
+        return t
+    monkeypatch.setattr(bench, "_matmul_fn", lambda torch, *a: torch.cuda.call)
+    short = fake_torch(5e-6)
+    row = bench.matmul_row(short, "bf16", 256, 256, 256, "cuda", warmup=1, repeats=2)
+    assert row["best_s"] == pytest.approx(5e-6) and row["graph_best_s"] == pytest.approx(5e-6)
+    assert len(row["graph_pair_times_s"]) == 2 and row["graph_calls_per_timing"] % bench.GRAPH_CALLS == 0
+    long = fake_torch(2 * bench.GRAPH_BELOW_S)
+    row = bench.matmul_row(long, "bf16", 8192, 8192, 8192, "cuda", warmup=1, repeats=2)
+    assert "graph_best_s" not in row and "graph_error" not in row

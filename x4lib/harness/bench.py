@@ -217,45 +217,7 @@ def memory_row(torch, kernel: str, n_elements: int, device: str, warmup: int, re
     except Exception as exc:  # noqa: BLE001
         status = "oom" if _is_oom(torch, exc) else "error"
         return {**row, "status": status, "error": f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}"}
-    out = {**row, "status": "ok", **_times(t)}
-    if device == "cuda" and t.best_s < GRAPH_BELOW_S:
-        out.update(graph_row(torch, fn_args=(dtype, m, n, k, device, seed), warmup=warmup, repeats=repeats))
-    return out
-
-
-def graph_timing(fn, torch, warmup: int, repeats: int, calls: int = GRAPH_CALLS) -> Timing:
-    """Time ``fn()`` as the GPU runs it without the host: ``calls`` calls captured once as a CUDA graph (after three
-    calls on a side stream, as PyTorch's graph capture asks), the graph replayed back to back (:func:`time_calls`);
-    per-call times are the replay's divided by ``calls``."""
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        for _ in range(3):
-            fn()
-    torch.cuda.current_stream().wait_stream(s)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        for _ in range(calls):
-            fn()
-    t = time_calls(graph.replay, torch, "cuda", warmup, repeats)
-    return Timing(tuple(x / calls for x in t.times_s), t.calls * calls, t.pair_times_s)
-
-
-def graph_row(torch, fn_args: tuple, warmup: int, repeats: int) -> dict:
-    """The ``graph_*`` fields of a matmul row (fresh inputs from the same seed), or ``graph_error`` where the capture
-    fails: the back-to-back figure stands either way."""
-    dtype, m, n, k, device, seed = fn_args
-    try:
-        fn = _matmul_fn(torch, dtype, m, n, k, device, torch.Generator(device=device).manual_seed(seed))
-        t = graph_timing(fn, torch, warmup, repeats)
-    except Exception as exc:  # noqa: BLE001 — a capture this torch refuses leaves the queued figure alone
-        return {"graph_error": f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}"}
-    finally:
-        fn = None  # noqa: F841
-        torch.cuda.synchronize()
-        torch.cuda.empty_cache()
-    return {"graph_times_s": list(t.times_s), "graph_best_s": t.best_s, "graph_median_s": t.median_s,
-            "graph_calls_per_timing": t.calls, "graph_pair_times_s": list(t.pair_times_s)}
+    return {**row, "status": "ok", **_times(t)}
 
 
 def square_and_skinny_shapes(max_n: int) -> list[tuple[int, int, int]]:
