@@ -68,8 +68,11 @@ def test_fixed_costs_and_the_launch_floor():
     assert big.time_s == pytest.approx(3e-6 + max(big.t_compute_s, big.t_memory_s))
     synced = matmul.predict_target(tg, 128, 128, 128, ONE, timing="synced")  # one call per synchronisation
     assert synced.time_s == pytest.approx(12.5e-6 + 3e-6 + max(synced.t_compute_s, synced.t_memory_s))
+    graph = matmul.predict_target(tg, 128, 128, 128, ONE, timing="graph")  # a CUDA graph: no host floor
+    assert graph.time_s == pytest.approx(graph.overhead_s + max(graph.t_compute_s, graph.t_memory_s))
+    assert graph.time_s < small.time_s
     with pytest.raises(ValueError, match="timing"):
-        matmul.predict_target(tg, 128, 128, 128, ONE, timing="graph")
+        matmul.predict_target(tg, 128, 128, 128, ONE, timing="events")
 
 
 def test_a_matrix_vector_product_is_memory_bound_at_the_achievable_bandwidth():

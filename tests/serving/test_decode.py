@@ -57,6 +57,20 @@ def test_more_kernels_per_layer_cost_their_start_up_and_their_launches():
         decode.estimate("llama3-8b", "h100-sxm", 1, 2048, kernels_per_layer=2)
 
 
+def test_a_graph_steps_kernels_start_as_kernels_in_a_cuda_graph_do():
+    """In graph mode every kernel of the step pays the matmul model's t0 measured in CUDA graphs (where our runs
+    measured it) and the pipeline fill; eager, the family's sourced t0."""
+    from x4lib.compute import matmul
+    g = decode.estimate("llama3-8b", "h100-sxm", 1, 2048, "graph")
+    e = decode.estimate("llama3-8b", "h100-sxm", 1, 2048, "eager")
+    t0_graph = matmul.graph_overhead(matmul.target("h100-sxm", "bf16"))[0]
+    fam = matmul.constants().family_of("h100-sxm")
+    if t0_graph is None:
+        pytest.skip("no committed CUDA-graph timings")
+    assert g.t_fixed_s == pytest.approx(g.kernels * (t0_graph + fam.tile_latency_for("bf16")))
+    assert e.t_fixed_s == pytest.approx(e.kernels * (fam.overhead_s + fam.tile_latency_for("bf16")))
+
+
 def test_the_measured_decode_steps_are_predicted_without_fitting():
     """Our committed decode steps (book/runs/gemms/) against the model with the profiler's kernel count (nothing is
     fitted to them): every CUDA-graph step within 30 %, the median of all within 12 %. Eager steps are launch-bound,

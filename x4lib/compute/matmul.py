@@ -22,8 +22,11 @@ Model (units in brackets; F = 2·m·n·k FLOP, ``x4lib.compute.kernels``):
                  t = t_L + t₀ + t_p + max(t_c, t_m)      [s]  one call per synchronisation (timing="synced": Lab 00's
                                                               harness up to method 2); t₀: fixed per-call start-up
                                                               and tail on the device, t_L: the host's launch time
-                 t = t₀ + t_p + max(t_c, t_m)            [s]  calls captured as a CUDA graph and replayed
-                                                              (timing="graph", harness 4's small shapes): no t_L
+                 t = t₀' + t_p + max(t_c, t_m)           [s]  calls captured as a CUDA graph and replayed
+                                                              (timing="graph", harness 4's small shapes): no t_L;
+                                                              t₀' measured: each dtype's least graph-timed call in
+                                                              our runs less the model's work for it, median over
+                                                              the family's other devices (:func:`graph_overhead`)
     rate         R = F / t                               [FLOP/s];  efficiency R / P
 
 Measured on our committed GEMM sweeps (``book/runs/gemms/``) and never applied to the machine they were measured on
@@ -64,7 +67,7 @@ from x4lib.catalog import specs
 
 from x4lib.compute.matmul_data import (MATMUL_PATH, Family, MatmulDataError, NoModelError, clock_for, constants,
                                        peak_clock_hz, precision_class, units_of)
-from x4lib.compute.matmul_floors import api_floor, power_limited_clock
+from x4lib.compute.matmul_floors import api_floor, graph_calls, power_limited_clock
 
 #: how a harness times a call: back to back (the launch queue runs ahead), one call per synchronisation, or as a
 #: CUDA graph replayed (no host launch per call)
@@ -100,6 +103,8 @@ class Target:
     launch_floor_basis: str = "the family's host launch floor"
     api: str = ""
     serial_epilogue: bool = False
+    exclude: frozenset = frozenset()
+    exclude_sources: frozenset = frozenset()
 
     @property
     def floor_s(self) -> float:
@@ -168,7 +173,33 @@ def target(device: specs.Device | str, dtype: str, *, use_clock: bool = True,
         api, serial = a.name, fam.id in a.serial_epilogue_families and fam.tiles_modelled
         floor, floor_basis = api_floor(a.name, dev.id, exclude, exclude_sources)
     return Target(dev.id, dtype, dev.values[field].si, dev.memory_bw_Bps, units_of(dev, fam), fam, r, basis, field,
-                  dev.values[field].source, phi, phi_basis, peak_clock_hz(dev), floor, floor_basis, api, serial)
+                  dev.values[field].source, phi, phi_basis, peak_clock_hz(dev), floor, floor_basis, api, serial,
+                  frozenset(exclude), frozenset(exclude_sources))
+
+
+def graph_overhead(tg: Target) -> tuple[float | None, str]:
+    """t₀ in a CUDA graph for a target [s] and its basis (see :func:`_graph_overhead`), (None, "") where unmeasured."""
+    return _graph_overhead(tg.family.id, tg.exclude, tg.exclude_sources)
+
+
+@functools.lru_cache(maxsize=256)
+def _graph_overhead(family_id: str, exclude: frozenset, exclude_sources: frozenset) -> tuple[float | None, str]:
+    """t₀ in a CUDA graph [s], measured: for each dtype's least graph-timed call in our harness-4 runs on the
+    family's devices (other devices when held out), its time less the model's own work for that shape
+    (t_p + max(t_c, t_m), t₀ left out); the median over them. (None, "") where no such run exists: then t₀ is
+    the family's sourced reading."""
+    fam = constants().families[family_id]
+    ts, who = [], set()
+    for g in graph_calls(fam.devices, exclude, exclude_sources):
+        tg = target(g.device, g.dtype, exclude=exclude, exclude_sources=exclude_sources)
+        p = predict_target(tg, g.m, g.n, g.k, eta_of(tg, exclude, True, exclude_sources))
+        ts.append(max(0.0, g.graph_s - p.t_pipeline_s - max(p.t_compute_s, p.t_memory_s)))
+        who.add(g.device)
+    if not ts:
+        return None, ""
+    t0 = statistics.median(ts)
+    return t0, (f"t₀ in a CUDA graph {t0 * 1e6:.2f} µs: the median over {len(ts)} dtype(s) × run(s) on "
+                f"{', '.join(sorted(who))} of the least graph-timed call less the model's work for its shape")
 
 
 def cpu_target(name: str, dtype: str, peak_flop_per_s: float, memory_bw_Bps: float, cores: int) -> Target:
@@ -269,6 +300,8 @@ class Prediction:
                 "units": t.units, "tile": list(self.tile), "tiles": self.tiles, "waves": self.waves,
                 "wave_efficiency": self.wave_efficiency, "split_k": self.split_k, "clock_ratio": t.clock_ratio, "clock_basis": t.clock_basis,
                 "eta": self.eta.value, "eta_basis": self.eta.text(), "overhead_us": self.overhead_s * 1e6,
+                "overhead_basis": ((graph_overhead(t)[1] if self.timing == "graph" else "")
+                                   or f"the family's per-kernel start-up ({t.family.overhead_source})"),
                 "launch_floor_us": self.launch_floor_s * 1e6, "timing_api": t.api,
                 "epilogue": "serial" if t.serial_epilogue else "overlapped",
                 "t_epilogue_us": self.t_epilogue_s * 1e6,
@@ -346,7 +379,9 @@ def predict_target(tg: Target, m: int, n: int, k: int, eta: Eta, timing: str = "
             if best is None or t_p + max(t_c, t_mem) < best[7] + max(best[3], best[4]):
                 best = ((tm, tn), tiles, waves, t_c, t_mem, split, waves * t_e, t_p)
     tile, tiles, waves, t_c, t_mem, split, t_epi, t_p = best
-    return Prediction(tg, int(m), int(n), int(k), tile, tiles, waves, eta, t_c, t_mem, tg.family.overhead_s,
+    t0 = (graph_overhead(tg)[0] if timing == "graph" else None)
+    t0 = tg.family.overhead_s if t0 is None else t0
+    return Prediction(tg, int(m), int(n), int(k), tile, tiles, waves, eta, t_c, t_mem, t0,
                       tg.floor_s, timing, split, t_epi, t_p)
 
 

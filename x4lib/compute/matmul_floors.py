@@ -60,6 +60,55 @@ def sweep_evidence() -> tuple[SweepEvidence, ...]:
     return tuple(out)
 
 
+@dataclasses.dataclass(frozen=True)
+class GraphCall:
+    """The least time per call [s] of one dtype's matmuls timed as a CUDA graph in one committed run (harness 4):
+    the GPU's own time for its smallest work, with no host launch."""
+    run_id: str
+    device: str
+    dtype: str
+    m: int
+    n: int
+    k: int
+    graph_s: float
+
+
+@functools.lru_cache(maxsize=1)
+def graph_evidence() -> tuple[GraphCall, ...]:
+    """Per committed full GPU run (Lab 00 and the GEMM sweeps) on a modelled device and per dtype, the call with
+    the least time as a CUDA graph (empty where no run timed one)."""
+    from x4lib.harness import runs as hruns
+    c, out = constants(), []
+    for lab in ("lab00", "gemms"):
+        try:
+            runs = hruns.load_runs(lab)
+        except FileNotFoundError:
+            continue
+        for run in runs:
+            cat = run.device.get("catalog_id")
+            if run.device.get("kind") != "gpu" or not cat or run.quick or not any(cat in f.devices
+                                                                                  for f in c.families.values()):
+                continue
+            least: dict[str, dict] = {}
+            for r in run.results.get("matmul", []):
+                if r.get("status") == "ok" and r.get("graph_best_s") and \
+                        r["graph_best_s"] < least.get(r["dtype"], {}).get("graph_best_s", math.inf):
+                    least[r["dtype"]] = r
+            out += [GraphCall(run.run_id, cat, d, r["m"], r["n"], r["k"], r["graph_best_s"])
+                    for d, r in sorted(least.items())]
+    return tuple(out)
+
+
+def graph_calls(family_devices: Iterable[str], exclude: Iterable[str] = (),
+                exclude_sources: Iterable[str] = ()) -> list[GraphCall]:
+    """The graph-timed least calls a prediction may use: the family's, never a held-out device's, none when our
+    runs are the held-out source."""
+    if any(str(s).startswith(OURS) for s in exclude_sources):
+        return []
+    fam, ex = set(family_devices), set(exclude)
+    return [g for g in graph_evidence() if g.device in fam and g.device not in ex]
+
+
 def _evidence(exclude: Iterable[str], exclude_sources: Iterable[str]) -> list[SweepEvidence]:
     """The sweeps a prediction may use: none when our runs are a held-out source, never a held-out device's."""
     if any(str(s).startswith(OURS) for s in exclude_sources):

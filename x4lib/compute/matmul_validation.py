@@ -241,6 +241,29 @@ def class_rows(scored=None) -> list[dict]:
     return out
 
 
+#: what each timing of our rows measures, for the per-timing table
+TIMING_MEANS = {"graph": "the GPU (a CUDA graph replayed: no host launch)",
+                "queued": "the GPU, or the host's launch rate where that is slower (calls back to back)",
+                "synced": "the GPU plus the host's launch and a synchronisation per call",
+                "published": "as its source timed it"}
+
+
+def timing_rows(shape_class: str | None = None, scored=None) -> list[dict]:
+    """Per timing (graph, queued, synced, the published rows' methods), within one class or over all: rows, median
+    |error| under both hold-outs, median signed error, and what that timing measures. Small calls timed back to
+    back measure the host that issued them; the same calls in a CUDA graph measure the GPU."""
+    scored = scored_all() if scored is None else scored
+    xs = [s for s in scored if shape_class is None or s.row.shape_class == shape_class]
+    out = []
+    for t in sorted({s.row.timing if s.row.ours else "published" for s in xs}, key=list(TIMING_MEANS).index):
+        g = [s for s in xs if (s.row.timing if s.row.ours else "published") == t]
+        out.append({"timing": t, "measures": TIMING_MEANS[t], "rows": len(g),
+                    "median |error|, device held out": _median_abs(s.error("device") for s in g),
+                    "median |error|, source held out": _median_abs(s.error("source") for s in g),
+                    "median error (signed)": statistics.median(s.error("device") for s in g)})
+    return out
+
+
 def dtype_rows(scored=None) -> list[dict]:
     scored = scored_all() if scored is None else scored
     out = []

@@ -5,20 +5,23 @@ every kernel, eager or captured as a CUDA graph.
 Per layer (dense models; units in brackets):
 
     GEMMs        QKV [B × (H + 2·H_kv)·d × D], O [B × D × H·d], gate+up [B × 2·F × D], down [B × D × F]
-                 each t_g = t₀ + max(t_c, t_m) from x4lib.compute.matmul (memory at the achievable bandwidth φ·BW,
-                 tiles and waves on the device's SMs, η per precision)                                        [s]
-    attention    t_a = t₀ + B · min(C, W) · kv_bytes_per_token_per_layer / (φ·BW)                               [s]
-    the rest     k − 5 small kernels (norms, rotary embedding, activation, residual adds): t₀ each             [s]
+                 each t_g = t₀ + t_p + max(t_c, t_m) from x4lib.compute.matmul (memory at the achievable
+                 bandwidth φ·BW, tiles and waves on the device's SMs, η per precision)                        [s]
+    attention    t_a = t₀ + t_f + B · min(C, W) · kv_bytes_per_token_per_layer / (φ·BW)                       [s]
+    the rest     k − 5 small kernels (norms, rotary embedding, activation, residual adds): t₀ + t_f each       [s]
+                 t_f: the matmul model's pipeline fill, a load and a store round trip to HBM that any kernel pays
                  k: kernels per layer of a serving engine, from the Hazy Research count (about a hundred kernels
                  for the 16 layers of Llama-3.2-1B in vLLM and SGLang)
     LM head      one GEMM [B × V × D]
 
-    device       t_dev = L · (Σ_g t_g + t_a + (k − 5)·t₀) + t_head                                               [s]
+    device       t_dev = L · (Σ_g t_g + t_a + (k − 5)·(t₀ + t_f)) + t_head                                    [s]
     graph        t = t_dev                     the step is one CUDA graph: no host launch per kernel
     eager        t = max(t_dev, n · t_L)        the host issues n = L·k + 1 kernels at t_L each, while the GPU runs
 
 t₀ (a kernel's start-up and tail on the device) and t_L (the host's launch time) are the matmul model's
-(x4lib/data/matmul.yaml); φ is the matmul model's achievable fraction of the datasheet bandwidth. ``bound`` is
+(x4lib/data/matmul.yaml; in graph mode t₀ is the one measured in CUDA graphs, x4lib.compute.matmul.graph_overhead,
+where our runs measured it for the family: kernels of a graph start faster than kernels queued in a stream); φ is
+the matmul model's achievable fraction of the datasheet bandwidth. ``bound`` is
 ``memory`` when the step's time is mostly bytes streamed at φ·BW, ``compute`` when mostly tensor-core work,
 ``launch`` when fixed per-kernel costs (t₀ on the device, or the host's launches in eager mode) are the largest
 share. Mixture-of-experts and MLA models are refused (the kernel list above is a dense GQA layer's). Compared with
@@ -92,8 +95,10 @@ class DecodeEstimate:
                           "kernels_per_layer": self.kernels_per_layer, "model_version": matmul.constants().model_version}}
 
 
-def _gemm(dev, dtype, m, n, k) -> matmul.Prediction:
-    return matmul.predict(dev, dtype, m, n, k)
+def _gemm(dev, dtype, m, n, k, mode: str = "eager") -> matmul.Prediction:
+    """One GEMM of the step: in a graph its start-up is the matmul model's t₀ measured in CUDA graphs, eager the
+    family's t₀ in a stream."""
+    return matmul.predict(dev, dtype, m, n, k, timing="graph" if mode == "graph" else "queued")
 
 
 def estimate(model, device, batch: int, context: int, mode: str = "graph", dtype: str = "bf16",
@@ -113,21 +118,22 @@ def estimate(model, device, batch: int, context: int, mode: str = "graph", dtype
     dtype = specs.normalize_dtype(dtype)
     D, H, Hkv, d, F = c.hidden, c.heads, c.kv_heads, c.head_dim, c.ffn
     shapes = [(batch, (H + 2 * Hkv) * d, D), (batch, D, H * d), (batch, 2 * F, D), (batch, D, F)]
-    gemms = [_gemm(dev, dtype, *s) for s in shapes]
-    head = _gemm(dev, dtype, batch, c.vocab, D)
+    gemms = [_gemm(dev, dtype, *s, mode) for s in shapes]
+    head = _gemm(dev, dtype, batch, c.vocab, D, mode)
 
     def device_time(p: matmul.Prediction) -> float:
-        return p.overhead_s + max(p.t_compute_s, p.t_memory_s)
+        return p.overhead_s + p.t_pipeline_s + max(p.t_compute_s, p.t_memory_s)
     tg = gemms[0].target
     t0, t_launch, bw = gemms[0].overhead_s, gemms[0].target.family.launch_floor_s, tg.achievable_bw_Bps
     kv = inference.model_kv_cache(c, context, batch, "bf16")
     kv_per_layer_B = kv.total_bytes / c.layers
-    t_att = t0 + kv_per_layer_B / bw
+    t_att = t0 + tg.family.tile_latency_for(dtype) + kv_per_layer_B / bw
     k_layer = KERNELS_PER_LAYER if kernels_per_layer is None else float(kernels_per_layer)
     if not k_layer >= TIMED_PER_LAYER:
         raise ValueError(f"kernels per layer must be at least {TIMED_PER_LAYER} (the GEMMs and the attention), "
                          f"got {kernels_per_layer!r}")
-    small = (k_layer - TIMED_PER_LAYER) * t0
+    t_fill = tg.family.tile_latency_for(dtype)
+    small = (k_layer - TIMED_PER_LAYER) * (t0 + t_fill)
     t_gemm = c.layers * sum(device_time(p) for p in gemms) + device_time(head)
     t_dev = t_gemm + c.layers * (t_att + small)
     n = c.layers * k_layer + 1
@@ -136,7 +142,7 @@ def estimate(model, device, batch: int, context: int, mode: str = "graph", dtype
     b = kernels.DTYPE_BYTES[dtype]
     weights = (sum(n_ * k_ for _, n_, k_ in shapes) * c.layers + c.vocab * D) * b
     return DecodeEstimate(c.id, dev.id, batch, context, mode, dtype, n, t_gemm, c.layers * t_att, c.layers * small,
-                          t_dev, n * t_launch, n * t0, compute, weights, kv.total_bytes, bw, k_layer)
+                          t_dev, n * t_launch, n * (t0 + t_fill), compute, weights, kv.total_bytes, bw, k_layer)
 
 
 def measured_checks(runs=None) -> list[dict]:
