@@ -153,6 +153,17 @@ def test_matmul_predict_json_matches_its_contract():
     assert data["basis"]["time_us"] * 1e-6 == pytest.approx(2 * 8192**3 / (data["predicted_tflops"] * 1e12))
 
 
+def test_matmul_predict_graph_drops_the_host_floor_and_says_where_t0_comes_from():
+    args = ("matmul-predict", "--device", "h100-sxm", "--shape", "256x256x256", "--json")
+    queued, graph = (json.loads(run_cli(*a).stdout) for a in (args, args + ("--graph",)))
+    jsonschema.validate(graph, load_schema("matmul_predict_output.schema.json"))
+    assert graph["basis"]["timing"] == "graph" and queued["basis"]["timing"] == "queued"
+    assert graph["predicted_tflops"] > queued["predicted_tflops"] and queued["bound"] == "launch"
+    assert graph["basis"]["overhead_basis"] and queued["basis"]["overhead_basis"].startswith("the family's")
+    text = run_cli(*args[:-1], "--graph").stdout
+    assert "in a CUDA graph" in text and "launch floor" not in text
+
+
 def test_matmul_predict_best_gives_a_shape_and_a_rate():
     r = run_cli("matmul-predict", "--device", "mi300x", "--dtype", "fp8", "--best", "--max-dim", "4096", "--json")
     assert r.returncode == 0, r.stderr

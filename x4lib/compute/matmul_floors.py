@@ -31,20 +31,28 @@ class SweepEvidence:
     sustained: tuple[tuple[str, float, float], ...]
 
 
+def _modelled_gpu_runs(*labs: str):
+    """(run, catalog id) for each committed full (not quick) GPU run of ``labs`` on a device a family covers."""
+    from x4lib.harness import runs as hruns
+    c = constants()
+    for lab in labs:
+        try:
+            runs = hruns.load_runs(lab)
+        except FileNotFoundError:
+            continue
+        for run in runs:
+            cat = run.device.get("catalog_id")
+            if run.device.get("kind") == "gpu" and cat and not run.quick and \
+                    any(cat in f.devices for f in c.families.values()):
+                yield run, cat
+
+
 @functools.lru_cache(maxsize=1)
 def sweep_evidence() -> tuple[SweepEvidence, ...]:
     """The mechanisms each committed full GEMM sweep on a modelled GPU measured (empty where none is committed)."""
-    from x4lib.harness import device as hdevice, runs as hruns
-    try:
-        runs = hruns.load_runs("gemms")
-    except FileNotFoundError:
-        return ()
+    from x4lib.harness import device as hdevice
     c, out = constants(), []
-    for run in runs:
-        cat = run.device.get("catalog_id")
-        if run.device.get("kind") != "gpu" or not cat or run.quick or not any(cat in f.devices
-                                                                              for f in c.families.values()):
-            continue
+    for run, cat in _modelled_gpu_runs("gemms"):
         floors: dict[str, float] = {}
         for r in run.results.get("matmul", []):
             a = c.api_for(r["dtype"]) if r.get("status") == "ok" else None
@@ -77,25 +85,15 @@ class GraphCall:
 def graph_evidence() -> tuple[GraphCall, ...]:
     """Per committed full GPU run (Lab 00 and the GEMM sweeps) on a modelled device and per dtype, the call with
     the least time as a CUDA graph (empty where no run timed one)."""
-    from x4lib.harness import runs as hruns
-    c, out = constants(), []
-    for lab in ("lab00", "gemms"):
-        try:
-            runs = hruns.load_runs(lab)
-        except FileNotFoundError:
-            continue
-        for run in runs:
-            cat = run.device.get("catalog_id")
-            if run.device.get("kind") != "gpu" or not cat or run.quick or not any(cat in f.devices
-                                                                                  for f in c.families.values()):
-                continue
-            least: dict[str, dict] = {}
-            for r in run.results.get("matmul", []):
-                if r.get("status") == "ok" and r.get("graph_best_s") and \
-                        r["graph_best_s"] < least.get(r["dtype"], {}).get("graph_best_s", math.inf):
-                    least[r["dtype"]] = r
-            out += [GraphCall(run.run_id, cat, d, r["m"], r["n"], r["k"], r["graph_best_s"])
-                    for d, r in sorted(least.items())]
+    out = []
+    for run, cat in _modelled_gpu_runs("lab00", "gemms"):
+        least: dict[str, dict] = {}
+        for r in run.results.get("matmul", []):
+            if r.get("status") == "ok" and r.get("graph_best_s") and \
+                    r["graph_best_s"] < least.get(r["dtype"], {}).get("graph_best_s", math.inf):
+                least[r["dtype"]] = r
+        out += [GraphCall(run.run_id, cat, d, r["m"], r["n"], r["k"], r["graph_best_s"])
+                for d, r in sorted(least.items())]
     return tuple(out)
 
 

@@ -186,6 +186,38 @@ def shape_class_table(scored=None):
         "median error (signed)": Col("median error (signed; + optimistic)", fmt="{:+.0%}")})
 
 
+def timing_table(shape_class: str | None = None, scored=None):
+    """x4lib.compute.matmul_validation.timing_rows (one class, or all) as a book table: what each timing measures."""
+    from x4lib.book.tables import Col, table
+    return table(mv.timing_rows(shape_class, scored), {
+        "timing": "timing", "measures": "what it measures", "rows": "rows",
+        "median |error|, device held out": Col("median |error|, device held out", fmt="{:.0%}"),
+        "median |error|, source held out": Col("median |error|, source held out", fmt="{:.0%}"),
+        "median error (signed)": Col("median error (signed; + optimistic)", fmt="{:+.0%}")})
+
+
+def graph_pairs(runs) -> list[dict]:
+    """Each small square of the harness-4 runs (max dimension ≤ 1024) back to back and as a CUDA graph [µs]: the
+    host's share is the difference."""
+    out = []
+    for run in runs:
+        for r in run.results.get("matmul", []):
+            if r.get("graph_best_s") and r["m"] == r["n"] == r["k"] <= 1024:
+                out.append({"device": run.device["detected_name"], "dtype": r["dtype"], "shape": f"{r['m']}³",
+                            "back to back (µs)": r["best_s"] * 1e6, "CUDA graph (µs)": r["graph_best_s"] * 1e6,
+                            "host's share": 1 - r["graph_best_s"] / r["best_s"]})
+    return out
+
+
+def graph_pairs_table(runs, dtypes=("bf16", "fp8_e4m3")):
+    """:func:`graph_pairs` in some dtypes as a book table."""
+    from x4lib.book.tables import Col, table
+    return table([r for r in graph_pairs(runs) if r["dtype"] in dtypes], {
+        "device": "device", "dtype": "dtype", "shape": "shape",
+        "back to back (µs)": Col("back to back (µs)", fmt="{:.1f}"), "CUDA graph (µs)": Col("CUDA graph (µs)", fmt="{:.2f}"),
+        "host's share": Col("host's share", fmt="{:.0%}")})
+
+
 def class_breakdown_table(shape_class: str):
     """x4lib.compute.matmul_validation.class_breakdown as a book table."""
     from x4lib.book.tables import Col, table
