@@ -213,3 +213,19 @@ def test_p4de_large_rows_are_the_two_node_tree():
     rows = [r for r in v.cluster_rows() if "awsome-p4de" in r["file"] and r["size class"] == "≥ 128 MiB"]
     assert rows and rows[0]["split"] == "held out" and "ring" not in rows[0]["pairs"]
     assert abs(rows[0]["model / measured"] - 1) <= v.TARGET_LARGE_MEDIAN
+
+
+def test_no_row_is_predicted_faster_than_its_own_logs_smallest_calls():
+    """A larger call of one run cannot finish before its smallest ones: each scored row (>= 64 KiB) is predicted at
+    no less than the least time of the same log's rows below 64 KiB, which are never scored. The A100 node run as
+    one thread for eight GPUs (nThread 1 nGpus 8) takes about 35 µs per call up to 32 KiB, whatever the size."""
+    from x4lib.network import validation as v
+    a100 = "nccl-tests-old_a100-sxm4-40gb-x8_all_reduce_superbench.log"
+    assert 30e-6 < v.log_floor_s(a100) < 40e-6
+    rows = v.row_scores()
+    for r in rows:
+        floor = v.log_floor_s(r["file"]) if r["model / measured"] is not None else None
+        if floor:
+            assert r["model time (µs)"] >= floor * 1e6 - 1e-9 and r["size (B)"] >= v.MIN_ROW_B
+    small = [r["model / measured"] for r in rows if r["file"] == a100 and r["size (B)"] <= 2**18]
+    assert max(small) < 1.5   # 1.41 to 1.80 before the floor (NCCL's price alone is below the run's empty call)
