@@ -24,7 +24,7 @@ Model (units in brackets; F = 2·m·n·k FLOP, ``x4lib.compute.kernels``):
                                                               and tail on the device, t_L: the host's launch time
                  t = t₀' + t_p + max(t_c, t_m)           [s]  calls captured as a CUDA graph and replayed
                                                               (timing="graph", harness 4's small shapes): no t_L;
-                                                              t₀' measured: each dtype's least graph-timed call in
+                                                              t₀' measured per dtype: its least graph-timed call in
                                                               our runs less the model's work for it, median over
                                                               the family's other devices (:func:`graph_overhead`)
     rate         R = F / t                               [FLOP/s];  efficiency R / P
@@ -179,27 +179,33 @@ def target(device: specs.Device | str, dtype: str, *, use_clock: bool = True,
 
 def graph_overhead(tg: Target) -> tuple[float | None, str]:
     """t₀ in a CUDA graph for a target [s] and its basis (see :func:`_graph_overhead`), (None, "") where unmeasured."""
-    return _graph_overhead(tg.family.id, tg.exclude, tg.exclude_sources)
+    return _graph_overhead(tg.family.id, tg.dtype, tg.exclude, tg.exclude_sources)
 
 
 @functools.lru_cache(maxsize=256)
-def _graph_overhead(family_id: str, exclude: frozenset, exclude_sources: frozenset) -> tuple[float | None, str]:
+def _graph_overhead(family_id: str, dtype: str, exclude: frozenset,
+                    exclude_sources: frozenset) -> tuple[float | None, str]:
     """t₀ in a CUDA graph [s], measured: for each dtype's least graph-timed call in our harness-4 runs on the
     family's devices (other devices when held out), its time less the model's own work for that shape
-    (t_p + max(t_c, t_m), t₀ left out); the median over them. (None, "") where no such run exists: then t₀ is
-    the family's sourced reading."""
+    (t_p + max(t_c, t_m), t₀ left out); the median over the runs of the same dtype (a dtype's kernels start alike:
+    FP32's SIMT kernels take about twice the tensor-core ones'), else over every dtype. (None, "") where no such
+    run exists: then t₀ is the family's sourced reading."""
     fam = constants().families[family_id]
-    ts, who = [], set()
+    ts: dict[str, list[float]] = {}
+    who: dict[str, set] = {}
     for g in graph_calls(fam.devices, exclude, exclude_sources):
         tg = target(g.device, g.dtype, exclude=exclude, exclude_sources=exclude_sources)
         p = predict_target(tg, g.m, g.n, g.k, eta_of(tg, exclude, True, exclude_sources))
-        ts.append(max(0.0, g.graph_s - p.t_pipeline_s - max(p.t_compute_s, p.t_memory_s)))
-        who.add(g.device)
+        ts.setdefault(g.dtype, []).append(max(0.0, g.graph_s - p.t_pipeline_s - max(p.t_compute_s, p.t_memory_s)))
+        who.setdefault(g.dtype, set()).add(g.device)
     if not ts:
         return None, ""
-    t0 = statistics.median(ts)
-    return t0, (f"t₀ in a CUDA graph {t0 * 1e6:.2f} µs: the median over {len(ts)} dtype(s) × run(s) on "
-                f"{', '.join(sorted(who))} of the least graph-timed call less the model's work for its shape")
+    pool = ts.get(dtype) or [t for xs in ts.values() for t in xs]
+    devices = who[dtype] if dtype in ts else set().union(*who.values())
+    t0 = statistics.median(pool)
+    what = f"{dtype} call(s)" if dtype in ts else "call(s) of every dtype"
+    return t0, (f"t₀ in a CUDA graph {t0 * 1e6:.2f} µs: the median over {len(pool)} run(s)' least graph-timed "
+                f"{what} on {', '.join(sorted(devices))}, less the model's work for its shape")
 
 
 def cpu_target(name: str, dtype: str, peak_flop_per_s: float, memory_bw_Bps: float, cores: int) -> Target:
