@@ -426,11 +426,12 @@ def validation_points(rows: list[dict] | None = None) -> list[tuple[str, list[di
 
 
 def validation_table(rows: list[dict] | None = None):
-    """Compact: measured/model per log (rows) and lab size (columns) for the logs the model describes; below it,
-    collapsed, every row with measured and model busbw, the algorithm compared and the named cause."""
+    """Compact: measured/model per log (rows) and lab size (columns) for the counted logs (described by the model and
+    not flagged); below it, collapsed, every row of every log with measured and model busbw, the algorithm compared
+    and the named cause."""
     from x4lib.book.tables import Col, pivot, table, with_details
     rows = validation_rows() if rows is None else rows
-    modelled = [r for r in rows if r["status"] != "not_modelled"]
+    modelled = [r for r in rows if r["status"] == "use"]
     compact = pivot(modelled, index=("log", Col("log (theirs)", wrap=True)), columns="lab size",
                     values={"measured / model": Col("measured / model", fmt="{:.0%}")})
     full = table(rows, {"log": Col("log (theirs)", wrap=True), "source": "source", "kind": Col("cluster kind", wrap=True),
