@@ -385,10 +385,9 @@ def predict_target(tg: Target, m: int, n: int, k: int, eta: Eta, timing: str = "
             if best is None or t_p + max(t_c, t_mem) < best[7] + max(best[3], best[4]):
                 best = ((tm, tn), tiles, waves, t_c, t_mem, split, waves * t_e, t_p)
     tile, tiles, waves, t_c, t_mem, split, t_epi, t_p = best
-    t0 = (graph_overhead(tg)[0] if timing == "graph" else None)
-    t0 = tg.family.overhead_s if t0 is None else t0
-    return Prediction(tg, int(m), int(n), int(k), tile, tiles, waves, eta, t_c, t_mem, t0,
-                      tg.floor_s, timing, split, t_epi, t_p)
+    t0 = graph_overhead(tg)[0] if timing == "graph" else None
+    return Prediction(tg, int(m), int(n), int(k), tile, tiles, waves, eta, t_c, t_mem,
+                      tg.family.overhead_s if t0 is None else t0, tg.floor_s, timing, split, t_epi, t_p)
 
 
 #: the shortest K slice a split-K kernel gives one tile (a few pipeline stages of a 64-deep K step)

@@ -145,6 +145,7 @@ def matmul_row(torch, dtype: str, m: int, n: int, k: int, device: str, warmup: i
     try:
         fn = _matmul_fn(torch, dtype, m, n, k, device, gen)
         t = time_calls(fn, torch, device, warmup, repeats)
+        graph = graph_row(torch, fn, warmup, repeats) if device == "cuda" and t.best_s < GRAPH_BELOW_S else {}
     except Exception as exc:  # noqa: BLE001 — OOM or an unsupported dtype becomes a row, the sweep goes on
         if device == "cuda":
             torch.cuda.empty_cache()
@@ -154,10 +155,7 @@ def matmul_row(torch, dtype: str, m: int, n: int, k: int, device: str, warmup: i
         fn = None  # noqa: F841 — free the inputs before the next shape
         if device == "cuda":
             torch.cuda.empty_cache()
-    out = {**row, "status": "ok", **_times(t)}
-    if device == "cuda" and t.best_s < GRAPH_BELOW_S:
-        out.update(graph_row(torch, fn_args=(dtype, m, n, k, device, seed), warmup=warmup, repeats=repeats))
-    return out
+    return {**row, "status": "ok", **_times(t), **graph}
 
 
 def graph_timing(fn, torch, warmup: int, repeats: int, calls: int = GRAPH_CALLS) -> Timing:
@@ -178,19 +176,15 @@ def graph_timing(fn, torch, warmup: int, repeats: int, calls: int = GRAPH_CALLS)
     return Timing(tuple(x / calls for x in t.times_s), t.calls * calls, t.pair_times_s)
 
 
-def graph_row(torch, fn_args: tuple, warmup: int, repeats: int) -> dict:
-    """The ``graph_*`` fields of a matmul row (fresh inputs from the same seed), or ``graph_error`` where the capture
-    fails: the back-to-back figure stands either way."""
-    dtype, m, n, k, device, seed = fn_args
+def graph_row(torch, fn, warmup: int, repeats: int) -> dict:
+    """The ``graph_*`` fields of a matmul row (``fn``: the row's own product, already warm), or ``graph_error``
+    where the capture fails: the back-to-back figure stands either way."""
     try:
-        fn = _matmul_fn(torch, dtype, m, n, k, device, torch.Generator(device=device).manual_seed(seed))
         t = graph_timing(fn, torch, warmup, repeats)
     except Exception as exc:  # noqa: BLE001 — a capture this torch refuses leaves the queued figure alone
         return {"graph_error": f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}"}
     finally:
-        fn = None  # noqa: F841
         torch.cuda.synchronize()
-        torch.cuda.empty_cache()
     return {"graph_times_s": list(t.times_s), "graph_best_s": t.best_s, "graph_median_s": t.median_s,
             "graph_calls_per_timing": t.calls, "graph_pair_times_s": list(t.pair_times_s)}
 

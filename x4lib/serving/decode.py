@@ -127,12 +127,12 @@ def estimate(model, device, batch: int, context: int, mode: str = "graph", dtype
     t0, t_launch, bw = gemms[0].overhead_s, gemms[0].target.family.launch_floor_s, tg.achievable_bw_Bps
     kv = inference.model_kv_cache(c, context, batch, "bf16")
     kv_per_layer_B = kv.total_bytes / c.layers
-    t_att = t0 + tg.family.tile_latency_for(dtype) + kv_per_layer_B / bw
+    t_fill = tg.family.tile_latency_for(dtype)
+    t_att = t0 + t_fill + kv_per_layer_B / bw
     k_layer = KERNELS_PER_LAYER if kernels_per_layer is None else float(kernels_per_layer)
     if not k_layer >= TIMED_PER_LAYER:
         raise ValueError(f"kernels per layer must be at least {TIMED_PER_LAYER} (the GEMMs and the attention), "
                          f"got {kernels_per_layer!r}")
-    t_fill = tg.family.tile_latency_for(dtype)
     small = (k_layer - TIMED_PER_LAYER) * (t0 + t_fill)
     t_gemm = c.layers * sum(device_time(p) for p in gemms) + device_time(head)
     t_dev = t_gemm + c.layers * (t_att + small)
