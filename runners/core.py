@@ -226,6 +226,25 @@ def _validate(results: dict, lab: str) -> None:
     runs.validate(results, lab, "the run's results")
 
 
+def import_torch():
+    """Import torch with SIGINT held back until the import returns. Ctrl-C that lands inside torch's C++
+    initialisation raises KeyboardInterrupt through pybind11, which aborts the process ("terminate called after
+    throwing an instance of 'pybind11::error_already_set'", exit -6, seen on a fresh clone's CI run); held, the
+    signal is delivered right after, as Python's KeyboardInterrupt, and the command ends with its one line. The labs'
+    own ``import torch`` then finds it imported."""
+    import signal
+    import threading
+    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "pthread_sigmask"):
+        import torch
+        return torch
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        import torch
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
+    return torch
+
+
 def run(lab, args) -> Path | None:
     """Measure with a profile and publish the run directory; returns it (None on non-zero torchrun ranks)."""
     profile = profiles.load(args.profile)
@@ -233,6 +252,7 @@ def run(lab, args) -> Path | None:
     dest = rundir.check_destination(args.runs_dir, lab.NAME)
     rundir.sweep_stale()
     try:
+        import_torch()
         measured = lab.measure(Context(lab.NAME, profile, params, args))
     except ImportError as exc:
         raise UsageError(f"{exc}: the measuring entry needs torch (pods: use the image's own CUDA torch)") from None

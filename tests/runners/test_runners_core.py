@@ -281,3 +281,11 @@ def test_widget_cells_rendered_at_once_under_load_do_not_stall(tmp_path):
         assert p.returncode == 0, err[-2000:]
         durations.append(json.loads(out.strip().splitlines()[-1]))
     assert max(max(d) for d in durations) < timeout / 2, durations
+
+
+def test_import_torch_holds_sigint_only_while_it_imports():
+    """The signal mask is what it was before the call, and the module returned is torch."""
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, set())
+    torch = core.import_torch()
+    assert torch.__name__ == "torch"
+    assert signal.pthread_sigmask(signal.SIG_BLOCK, set()) == before
