@@ -10,7 +10,7 @@ pytestmark = pytest.mark.build
 TOC_PAGES = ["00-motivation", "01-cpu-vs-gpu-vs-tpu-vs-trn1", "02-h100-and-h200", "02b-memory-and-decode",
              "02c-nvlink-and-nvl72", "03-interconnects-and-topology", "04-datacenter-economics",
              "05-the-accelerator-landscape-2026", "lab-00-roofline", "lab-01-collectives", "capstone-8-to-1024",
-             "appendix-corrections", "bibliography"]
+             "appendix-corrections", "appendix-ground-truth", "bibliography"]
 
 
 def test_strict_build_succeeds(book_build):

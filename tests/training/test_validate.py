@@ -149,8 +149,8 @@ def test_targets_as_computed_and_as_stated(report):
     # the ones it misses are reported as missed (the capstone states each, from the same report)
     for d in report["sources"]:
         assert d["target"]["met"] == validate.TARGETS[d["source"]][1](d)
-    from x4lib.pages import capstone
-    assert {m["source"] for m in capstone.ground_truth_misses()} == {d["source"] for d in report["sources"]
+    from x4lib.pages import ground_truth
+    assert {m["source"] for m in ground_truth.ground_truth_misses()} == {d["source"] for d in report["sources"]
                                                                      if not d["target"]["met"]}
 
 

@@ -1,6 +1,6 @@
-"""The capstone's reading of the Ultra-Scale Playbook's sweep (x4lib.training.validate, source ``playbook``): its
+"""The reading of the Ultra-Scale Playbook's sweep (x4lib.training.validate, source ``playbook``): its
 misses by node count, its own network benchmark beside the collective model, and the per-layer floor where each GPU
-has little work. Re-exported by x4lib.pages.capstone (``page.playbook_*`` in book/capstone-8-to-1024.md)."""
+has little work. Re-exported by x4lib.pages.ground_truth (``page.playbook_*`` in book/appendix-ground-truth.md)."""
 from __future__ import annotations
 
 import functools
