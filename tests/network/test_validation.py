@@ -99,16 +99,43 @@ def test_a_calibration_adds_its_cost_and_divides_by_its_efficiency():
 
 def test_the_fit_recovers_a_known_line():
     # three synthetic rows t = lat + 20 us + x / 0.8
-    pts = [(5e-6, x, 5e-6 + 20e-6 + x / 0.8) for x in (1e-5, 1e-4, 1e-3)]
-    d, k = v._fit_pair(pts)
-    assert d == pytest.approx(20e-6) and 1 / k == pytest.approx(0.8)
+    pts = [(5e-6, x, 5e-6 + 20e-6 + x / 0.8, 0) for x in (1e-5, 1e-4, 1e-3)]
+    d, k, lam = v._fit_pair(pts)
+    assert d == pytest.approx(20e-6) and 1 / k == pytest.approx(0.8) and lam == 0
+
+
+def test_the_fit_recovers_a_known_cost_per_loop():
+    # t = lat + 4 us + x / 1.1 + 8 us per loop, loops not proportional to x (the chunk shrinks with the call)
+    rows = [(1e-5, 1), (2e-5, 2), (4e-5, 2), (8e-5, 4), (1.6e-4, 8), (3.2e-4, 8), (1e-3, 16)]
+    pts = [(20e-6, x, 20e-6 + 4e-6 + x / 1.1 + 8e-6 * n, n) for x, n in rows]
+    d, k, lam = v._fit_pair(pts)
+    assert d == pytest.approx(4e-6) and 1 / k == pytest.approx(1.1) and lam == pytest.approx(8e-6)
 
 
 def test_the_fit_set_and_the_held_out_set_do_not_overlap():
     cal = v.calibration()
     assert set(cal.fitted_on) == set(v.fit_names()) and cal.fitted_on
-    held = {r["file"] for r in v.row_scores() if r["split"] == "held out"}
-    assert held and not held & set(cal.fitted_on)
+    held = [r for r in v.row_scores() if r["split"] == "held out"]
+    assert held and not any(v.is_fit_row(r["file"], r["pair"], cal) for r in held)
+    # a log fits all its rows, or only the pairs it names: only those logs have held-out rows too
+    assert {r["file"] for r in held} & set(cal.fitted_on) == {n for n in cal.fitted_on if v.fit_pairs(n)}
+
+
+def test_nvls_on_one_node_loops_over_chunks_nccl_sizes_by_the_call():
+    from x4lib.network import nccl_tuner
+    # eight H100s: 16 channels x 8 heads; 128 KiB from 1 GiB, 64 KiB down to 64 MiB, 32 KiB down to 8 MiB, then 16
+    chunks = {s: nccl_tuner.nvls_chunk_B(2**s, 16, 8) for s in (21, 22, 23, 26, 27, 29, 30, 34)}
+    assert chunks == {21: 16384, 22: 16384, 23: 32768, 26: 65536, 27: 65536, 29: 65536, 30: 131072, 34: 131072}
+    assert [nccl_tuner.nvls_loops(2**s, 16, 8) for s in (21, 23, 26, 30)] == [1, 2, 8, 64]
+    # the fitted loop cost moves the held-out single-node NVLS rows from 2 to 64 MiB toward the measurement
+    cal = v.calibration()
+    assert cal.loop_s["nvls/Simple@N1"] > 0 and set(cal.loop_s) <= {"nvls/Simple@N1", "nvls/Simple"}
+    mid = [r for r in v.row_scores() if r["pair"] == "nvls/Simple" and r["split"] == "held out"
+           and 2**21 <= r["size (B)"] <= 2**26]
+    assert mid
+    err = sorted(abs(r["model / measured"] - 1) for r in mid)
+    nccl = sorted(abs(r["NCCL estimate / measured"] - 1) for r in mid)
+    assert err[len(err) // 2] < nccl[len(nccl) // 2]
 
 
 def test_measured_time_is_the_faster_column():

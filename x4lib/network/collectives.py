@@ -171,10 +171,23 @@ class Calibration:
     an extra fixed cost [s] added to NCCL's latency and the fraction of NCCL's bandwidth the kernels reach, keyed
     "algorithm/protocol@scale" with NCCL's own scale columns (calibration_key: one node, two nodes, more), and
     "algorithm/protocol" fitted over every scale for the scales without their own fit. A pair without any fit keeps
-    NCCL's own price (0 s, 1.0). ``fitted_on`` names the logs."""
+    NCCL's own price (0 s, 1.0). ``loop_s``: for the pairs whose kernel loops over chunks NCCL sizes by the call
+    (NVLS on one node: :func:`chunk_loops`), the cost of one loop [s], fitted beside the other two. ``fitted_on``
+    names the logs."""
     extra_latency_s: Mapping[str, float]
     efficiency: Mapping[str, float]
     fitted_on: tuple[str, ...] = ()
+    loop_s: Mapping[str, float] = dataclasses.field(default_factory=lambda: MappingProxyType({}))
+
+
+def chunk_loops(option: Option, size_B: float, cluster: Cluster) -> int:
+    """The loops each channel of NVLS on one node runs for a call of ``size_B`` bytes, with the chunk NCCL sizes by
+    the call (nccl_tuner.nvls_loops: the launched NVLS channels, one head per GPU); 0 for every other algorithm
+    and for NVLS across nodes (not modelled: no stored log runs it). Below 1 GiB on eight H100s the chunk is 64,
+    32 or 16 KiB instead of 128, so a mid-size call runs more loops per byte than a large one."""
+    if option.algorithm != "nvls" or cluster.nodes != 1:
+        return 0
+    return nccl_tuner.nvls_loops(size_B, launched_channels("nvls", cluster), option.channels)
 
 
 def calibration_key(option: Option, cluster: Cluster) -> str:
@@ -202,7 +215,8 @@ def achieved_time_s(option: Option, size_B: float, cluster: Cluster, calibration
     calibration's extra cost, and
     NCCL's bandwidth term at the channels the launch keeps (nccl_tuner.launch_channels) over the calibration's
     efficiency. NVLS tree's bandwidth term is that of the rule in ACHIEVED_NVLS_TREE_RULE, whatever version chose
-    it (the stored 2-, 4- and 8-node H100 logs: nccl_tuning.yaml version_bands). Without a calibration: NCCL's own
+    it (the stored 2-, 4- and 8-node H100 logs: nccl_tuning.yaml version_bands). NVLS on one node adds the
+    calibration's cost per loop for each loop its channels run (chunk_loops). Without a calibration: NCCL's own
     estimate (option.time_s)."""
     if calibration is None or option.algorithm in ("local", "p2p"):
         return option.time_s
@@ -218,7 +232,8 @@ def achieved_time_s(option: Option, size_B: float, cluster: Cluster, calibration
     reported = nccl_tuner.plugin_latency_us(cluster)
     plugin_s = option.plugin_latency_s * (nccl_tuner.achieved_plugin_latency_us(cluster) / reported if reported else 1)
     return (option.latency_s - option.plugin_latency_s + plugin_s + calibration.extra_latency_s.get(key, 0.0)
-            + bw_term / calibration.efficiency.get(key, 1.0))
+            + bw_term / calibration.efficiency.get(key, 1.0)
+            + calibration.loop_s.get(key, 0.0) * chunk_loops(option, size_B, cluster))
 
 
 def predict(collective: str, size_B: float, cluster: Cluster | str, in_network: bool | None = None,

@@ -394,6 +394,26 @@ def _algbw_ratio(collective: str, a: str, c: Cluster, b: Mapping | None) -> floa
     return _v("algbw_ratio")[a]
 
 
+def nvls_chunk_B(size_B: float, channels: int, heads: int) -> int:
+    """The chunk [B] NVLS on one node moves per head and loop for a call of ``size_B`` bytes on ``channels``
+    channels of ``heads`` heads (nccl_tuning.yaml nvls_chunk: 128 KiB, halved down to 16 KiB as the call gets small
+    against channels × heads × chunk; enqueue.cc 2263-2274)."""
+    rule = _v("nvls_chunk")
+    chunk = int(rule["default_bytes"])
+    ops = channels * heads
+    for factor, smaller in rule["steps"]:
+        if size_B < factor * ops * chunk and chunk > smaller:
+            chunk = int(smaller)
+    return chunk
+
+
+def nvls_loops(size_B: float, channels: int, heads: int) -> int:
+    """The loops each NVLS channel runs for a call of ``size_B`` bytes: its share over nHeads × chunk, rounded up
+    (src/device/all_reduce.h 411-415). At least 1."""
+    import math
+    return max(1, math.ceil(size_B / (channels * heads * nvls_chunk_B(size_B, channels, heads))))
+
+
 def launch_channels(algorithm: str, protocol: str, size_B: float, channels: int, n_ranks: int) -> int:
     """The channels NCCL launches for one call (enqueue.cc topoGetAlgoInfo): Ring and Tree drop channels while
     size < channels × threads × threshold (Ring/LL's threshold × nRanks); NVLS keeps its own. At least 1."""

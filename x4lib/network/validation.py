@@ -3,8 +3,10 @@
 NCCL's tuner (x4lib.network.nccl_tuner, by the NCCL version a log ran) picks the algorithm and protocol; its estimate
 is a price for choosing, not a time. A :class:`x4lib.network.collectives.Calibration` turns it into a time: per
 chosen algorithm/protocol, an extra fixed cost and a bandwidth efficiency, fitted (weighted least squares on the
-relative error of the time) on the logs public_logs.yaml marks ``role: fit``; every other counted log is held out
-and only scored. Each log is priced with its own NCCL version (printed, or assumed with the reason in
+relative error of the time) on the logs public_logs.yaml marks ``role: fit`` (only the pairs its ``fit_pairs``
+names, when it names some); every other counted row is held out and only scored. NVLS on one node also gets a
+fitted cost per chunk loop (collectives.chunk_loops: NCCL shrinks the chunk for smaller calls, and its estimate has no
+loops). Each log is priced with its own NCCL version (printed, or assumed with the reason in
 public_logs.yaml), its own network's plugin latency and, when the run forced one, its algorithm.
 
 No row is predicted faster than the least time of its own log's calls below 64 KiB (:func:`log_floor_s`: the host
@@ -97,53 +99,72 @@ def fit_names() -> list[str]:
     return [n for n, e in _logs().items() if e.get("role") == "fit" and e["status"] == "use"]
 
 
+def fit_pairs(name: str) -> frozenset | None:
+    """The "algorithm/protocol" pairs a fit log fits (public_logs.yaml ``fit_pairs``); None: every pair. Its rows
+    of other pairs stay held out."""
+    pairs = _logs()[name].get("fit_pairs")
+    return None if pairs is None else frozenset(pairs)
+
+
+def is_fit_row(name: str, pair: str, calib: Calibration) -> bool:
+    """The row (of log ``name``, picked pair ``pair``) was fitted on, not held out."""
+    pairs = fit_pairs(name)
+    return name in calib.fitted_on and (pairs is None or pair in pairs)
+
+
 def fit(names: list[str] | tuple[str, ...] | None = None) -> Calibration:
     """Per chosen "algorithm/protocol": extra fixed cost Δ [s] and efficiency η, minimising the relative error of
-    t = NCCL latency + Δ + (NCCL bandwidth term at the launched channels) / η over the rows of ``names`` (default:
-    fit_names()) where NCCL picks that pair; a first fit's rows off by more than OUTLIER_REL are dropped and the
-    pair refitted; Δ is kept >= 0 (refit with η alone otherwise). Pairs with fewer than MIN_FIT_ROWS rows keep
-    NCCL's price."""
+    t = NCCL latency + Δ + (NCCL bandwidth term at the launched channels) / η (+ λ per chunk loop where the kernel
+    loops over chunks NCCL sizes by the call: collectives.chunk_loops) over the rows of ``names`` (default:
+    fit_names(); a log's ``fit_pairs`` limit which of its rows) where NCCL picks that pair; a first fit's rows off
+    by more than OUTLIER_REL are dropped and the pair refitted; Δ and λ are kept >= 0 (refit without them
+    otherwise). Pairs with fewer than MIN_FIT_ROWS rows keep NCCL's price."""
     names = tuple(fit_names() if names is None else names)
-    pts: dict[str, list[tuple[float, float, float]]] = {}
+    pts: dict[str, list[tuple[float, float, float, int]]] = {}
     for name in names:
+        pairs = fit_pairs(name)
         for r in _rows(name):
             o, c = _option(name, r.size_B)
+            if pairs is not None and f"{o.algorithm}/{o.protocol}" not in pairs:
+                continue
             one = Calibration({}, {})  # Δ = 0, η = 1: the bandwidth term alone
             x = coll.achieved_time_s(o, r.size_B, c, one) - o.latency_s
             key = coll.calibration_key(o, c)
             for k in (key, key.split("@")[0]):
-                pts.setdefault(k, []).append((o.latency_s, x, measured_s(r)))
-    extra, eff = {}, {}
+                pts.setdefault(k, []).append((o.latency_s, x, measured_s(r), coll.chunk_loops(o, r.size_B, c)))
+    extra, eff, loop = {}, {}, {}
     for key, p in pts.items():
-        d, k = _fit_pair(p)
+        d, k, lam = _fit_pair(p)
         if d is None:
             continue
-        keep = [q for q in p if abs((q[0] + d + k * q[1]) / q[2] - 1) <= OUTLIER_REL]
-        d2, k2 = _fit_pair(keep)
+        keep = [q for q in p if abs((q[0] + d + k * q[1] + lam * q[3]) / q[2] - 1) <= OUTLIER_REL]
+        d2, k2, lam2 = _fit_pair(keep)
         if d2 is not None:
-            d, k = d2, k2
+            d, k, lam = d2, k2, lam2
         extra[key], eff[key] = d, 1.0 / k
-    return Calibration(MappingProxyType(extra), MappingProxyType(eff), names)
+        if lam:
+            loop[key] = lam
+    return Calibration(MappingProxyType(extra), MappingProxyType(eff), names, MappingProxyType(loop))
 
 
 def _fit_pair(p):
-    """Weighted least squares of y - lat = Δ + k·x with weights 1/y (relative error); (None, None) if too few."""
+    """Weighted least squares of y - lat = Δ + k·x (+ λ·loops where any point has loops) with weights 1/y (relative
+    error); Δ and λ >= 0, k > 0, else the largest model without the offending terms; (None, None, None) if too few
+    points."""
+    import numpy as np
     if len(p) < MIN_FIT_ROWS:
-        return None, None
-    w = [1 / y for _, _, y in p]
-    a11 = sum(wi**2 for wi in w)
-    a12 = sum(wi**2 * x for wi, (_, x, _) in zip(w, p))
-    a22 = sum(wi**2 * x * x for wi, (_, x, _) in zip(w, p))
-    b1 = sum(wi**2 * (y - lat) for wi, (lat, _, y) in zip(w, p))
-    b2 = sum(wi**2 * x * (y - lat) for wi, (lat, x, y) in zip(w, p))
-    det = a11 * a22 - a12 * a12
-    if det > 0:
-        d = (b1 * a22 - b2 * a12) / det
-        k = (a11 * b2 - a12 * b1) / det
-        if d >= 0 and k > 0:
-            return d, k
-    k = b2 / a22 if a22 > 0 else 0.0
-    return (0.0, k) if k > 0 else (None, None)
+        return None, None, None
+    w = np.array([1 / y for _, _, y, _ in p])
+    target = np.array([y - lat for lat, _, y, _ in p]) * w
+    cols = {"d": np.ones(len(p)), "k": np.array([x for _, x, _, _ in p]),
+            "lam": np.array([n for *_, n in p], dtype=float)}
+    tries = ([("d", "k", "lam"), ("k", "lam")] if cols["lam"].any() else []) + [("d", "k"), ("k",)]
+    for names in tries:
+        a = np.column_stack([cols[n] * w for n in names])
+        sol = dict(zip(names, np.linalg.lstsq(a, target, rcond=None)[0]))
+        if sol["k"] > 0 and sol.get("d", 0.0) >= 0 and sol.get("lam", 0.0) >= 0:
+            return float(sol.get("d", 0.0)), float(sol["k"]), float(sol.get("lam", 0.0))
+    return None, None, None
 
 
 @functools.lru_cache(maxsize=1)
@@ -159,12 +180,11 @@ def row_scores(calib: Calibration | None = None) -> list[dict]:
     calib = calibration() if calib is None else calib
     out = []
     for name, e in _logs().items():
-        split = ("fit" if name in calib.fitted_on else "held out") if e["status"] == "use" else e["status"].replace(
-            "_", " ")
+        status = e["status"].replace("_", " ")
         log, cluster = _log(name)
         for r in _rows(name) if e["status"] != "not_modelled" else [x for x in log.rows if x.out_of_place and
                                                                      x.size_B >= MIN_ROW_B]:
-            base = {"file": name, "fabric": e["kind"], "split": split, "size (B)": r.size_B,
+            base = {"file": name, "fabric": e["kind"], "split": status, "size (B)": r.size_B,
                     "measured time (µs)": measured_s(r) * 1e6, "version": log_version(e)}
             if cluster is None:
                 out.append({**base, "pair": "not modelled", "model / measured": None, "NCCL estimate / measured": None})
@@ -172,7 +192,10 @@ def row_scores(calib: Calibration | None = None) -> list[dict]:
             o, _ = _option(name, r.size_B)
             t = max(coll.achieved_time_s(o, r.size_B, cluster, calib), log_floor_s(name) or 0.0)
             meas = measured_s(r)
-            out.append({**base, "pair": f"{o.algorithm}/{o.protocol}", "model time (µs)": t * 1e6,
+            pair = f"{o.algorithm}/{o.protocol}"
+            if e["status"] == "use":
+                base["split"] = "fit" if is_fit_row(name, pair, calib) else "held out"
+            out.append({**base, "pair": pair, "model time (µs)": t * 1e6,
                         "model / measured": meas / t, "NCCL estimate / measured": meas / o.time_s})
     return out
 
@@ -271,10 +294,13 @@ def target_summary(rows: list[dict] | None = None) -> dict:
 
 
 def calibration_rows(calib: Calibration | None = None) -> list[dict]:
-    """The fitted constants, display units: pair and scale, extra fixed cost (µs), efficiency."""
+    """The fitted constants, display units: pair and scale, extra fixed cost (µs), efficiency, cost per chunk loop
+    (µs; None for the pairs without one)."""
     calib = calibration() if calib is None else calib
     return [{"algorithm/protocol@scale": k, "extra fixed cost (µs)": calib.extra_latency_s[k] * 1e6,
-             "bandwidth efficiency": calib.efficiency[k]} for k in sorted(calib.extra_latency_s)]
+             "bandwidth efficiency": calib.efficiency[k],
+             "cost per loop (µs)": calib.loop_s[k] * 1e6 if k in calib.loop_s else None}
+            for k in sorted(calib.extra_latency_s)]
 
 
 

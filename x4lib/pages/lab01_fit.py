@@ -39,9 +39,10 @@ def calibration_table(calib=None):
     from x4lib.book.tables import Col, table
     from x4lib.network import validation
     return table(validation.calibration_rows(calib), {
-        "algorithm/protocol@scale": "algorithm/protocol@scale (N2: two nodes, N4: more)",
+        "algorithm/protocol@scale": "algorithm/protocol@scale (N1: one node, N2: two, N4: more)",
         "extra fixed cost (µs)": Col("extra fixed cost", "µs", "{:,.1f}"),
-        "bandwidth efficiency": Col("efficiency of NCCL's bandwidth", fmt="{:.2f}")})
+        "bandwidth efficiency": Col("efficiency of NCCL's bandwidth", fmt="{:.2f}"),
+        "cost per loop (µs)": Col("cost per chunk loop (NVLS, one node)", "µs", "{:,.1f}")})
 
 
 def cluster_validation_table(calib=None):
