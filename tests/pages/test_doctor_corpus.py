@@ -11,7 +11,9 @@ those changes and scored blind at 3 of 11; five mechanisms were added looking at
 84-96, held_out_5) was gathered by collectors who never read the rules while those were written, scored once after
 them (5 of 13), and four more mechanisms were added looking at its misses. The sixth set (entries 97-109,
 held_out_6) was gathered the same way on 2026-11-28 while five more mechanisms were written, and scored once after
-them (1 of 13); seven mechanisms were then added looking at its misses. The first-seen scores are pinned beside the
+them (1 of 13); seven mechanisms were then added looking at its misses. The seventh set (entries 110-121,
+held_out_7) was gathered the same way later that day and scored once before any change (3 of 12). The first-seen
+scores are pinned beside the
 scores now. The numbers are
 pinned so that a rule change shows up here and on the page; the issue's targets (85 % of the corpus, 75 % of the
 held-out quarter) are checked where they are met and recorded where they are not."""
@@ -26,7 +28,7 @@ CORPUS = Path(__file__).parents[1] / "data" / "doctor" / "corpus"
 
 def test_the_corpus_is_stored_whole_with_provenance_and_a_held_out_quarter():
     entries = dc.corpus()
-    assert len(entries) == 109 and {p.name for p in CORPUS.glob("*.txt")} == {e["file"] for e in entries}
+    assert len(entries) == 121 and {p.name for p in CORPUS.glob("*.txt")} == {e["file"] for e in entries}
     assert [i for i, e in enumerate(entries, 1) if e.get("held_out")] == list(range(4, 46, 4))
     assert [i for i, e in enumerate(entries, 1) if e.get("held_out_2")] == list(range(46, 59))
     assert {e["category"] for e in entries if e.get("held_out_2")} == set(dc.CATEGORY)
@@ -38,6 +40,8 @@ def test_the_corpus_is_stored_whole_with_provenance_and_a_held_out_quarter():
     assert len({e["category"] for e in entries if e.get("held_out_5")}) >= 8
     assert [i for i, e in enumerate(entries, 1) if e.get("held_out_6")] == list(range(97, 110))
     assert len({e["category"] for e in entries if e.get("held_out_6")}) >= 6
+    assert [i for i, e in enumerate(entries, 1) if e.get("held_out_7")] == list(range(110, 122))
+    assert len({e["category"] for e in entries if e.get("held_out_7")}) >= 8
     assert all(sum(bool(e.get(k)) for k in dc.SETS) <= 1 for e in entries)
     for e in entries:
         assert e["category"] in dc.CATEGORY and e["file"].startswith(e["category"] + "__")
@@ -50,15 +54,17 @@ def test_the_corpus_is_stored_whole_with_provenance_and_a_held_out_quarter():
 
 def test_the_score_is_the_doctors_on_every_case():
     s = dc.summary()
-    assert s["all"] == (95, 109) and s["written_against"] == (34, 34) and s["held_out"] == (11, 11)
+    assert s["all"] == (98, 121) and s["written_against"] == (34, 34) and s["held_out"] == (11, 11)
     assert s["held_out_2"] == (10, 13) and dc.HELD_OUT_2_BLIND == (3, 13) and s["held_out_3"] == (7, 14)
     assert dc.HELD_OUT_1_BEFORE == (5, 11) and dc.HELD_OUT_3_BLIND == (4, 14) and s["held_out_4"] == (11, 11)
     assert dc.HELD_OUT_4_BLIND == (3, 11) and dc.HELD_OUT_5_BLIND == (5, 13) and s["held_out_5"] == (13, 13)
     assert dc.HELD_OUT_6_BLIND == (1, 13) and s["held_out_6"] == (9, 13)
-    assert s["refused"] == 1 and s["refused_held_out"] == 0
-    assert sum(v[1] for v in s["by_category"].values()) == 109 and sum(v[5] for v in s["by_category"].values()) == 13
+    assert dc.HELD_OUT_7_BLIND == (3, 12) and s["held_out_7"] == (3, 12)
+    assert s["refused"] == 2 and s["refused_held_out"] == 1
+    assert sum(v[1] for v in s["by_category"].values()) == 121 and sum(v[5] for v in s["by_category"].values()) == 13
     assert sum(v[7] for v in s["by_category"].values()) == 14 and sum(v[9] for v in s["by_category"].values()) == 11
     assert sum(v[11] for v in s["by_category"].values()) == 13 and sum(v[13] for v in s["by_category"].values()) == 13
+    assert sum(v[15] for v in s["by_category"].values()) == 12
     # every named case quotes the thread's evidence line in a finding of the thread's category
     for r in dc.scores():
         assert r.named == (r.named_category == r.category and r.evidence_found)
@@ -70,17 +76,17 @@ def test_the_issue_targets_where_they_stand():
     # 87.2 % of the corpus (target 85 %) and the first held-out quarter at 100 % (target 75 %), both only after every
     # set had been seen (the quarter was 45.5 % when first scored, the sixth set 1 of 13); on reports first seen,
     # pooled over the six sets, 21 of 75 (28.0 %) — the honest measure, reported on the page
-    assert dc.pct(s["all"]) == pytest.approx(87.2) and dc.pct(s["held_out"]) == pytest.approx(100.0)
+    assert dc.pct(s["all"]) == pytest.approx(81.0) and dc.pct(s["held_out"]) == pytest.approx(100.0)
     assert dc.pct(s["held_out_3"]) == pytest.approx(50.0) and dc.pct(s["held_out_2"]) == pytest.approx(76.9)
     first = dc.first_seen_table()
-    assert first.loc["pooled", "named when first seen"] == 21 and first.loc["pooled", "cases"] == 75
-    assert first.loc["pooled", "first seen %"] == pytest.approx(28.0) and first.loc["pooled", "named now"] == 61
-    assert list(first["named when first seen"][:6]) == [5, 3, 4, 3, 5, 1]
+    assert first.loc["pooled", "named when first seen"] == 24 and first.loc["pooled", "cases"] == 87
+    assert first.loc["pooled", "first seen %"] == pytest.approx(27.6) and first.loc["pooled", "named now"] == 64
+    assert list(first["named when first seen"][:7]) == [5, 3, 4, 3, 5, 1, 3]
 
 
 def test_the_page_tables_and_worked_cases():
     t = dc.category_table()
-    assert t.loc["all", "named"] == 95 and t.loc["held out", "named %"] == pytest.approx(100.0)
+    assert t.loc["all", "named"] == 98 and t.loc["held out", "named %"] == pytest.approx(100.0)
     assert t.loc["sixth set", "named"] == 9 and t.loc["all", "sixth set"] == 13
     assert t.loc["second set", "named"] == 10 and t.loc["all", "second set"] == 13
     assert t.loc["third set", "named"] == 7 and t.loc["all", "third set"] == 14
@@ -101,3 +107,5 @@ def test_the_page_tables_and_worked_cases():
     assert len(cases5) == 13 and cases5["named"].sum() == 13
     cases6 = dc.case_table(held_out_6=True)
     assert len(cases6) == 13 and cases6["named"].sum() == 9
+    cases7 = dc.case_table(held_out_7=True)
+    assert len(cases7) == 12 and cases7["named"].sum() == 3

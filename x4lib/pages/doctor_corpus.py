@@ -48,13 +48,17 @@ HELD_OUT_5_BLIND = (5, 13)
 #: words; allow_tf32 "set to False" and JAX's HIGHEST precision; "exactly what we'd expect"; a workaround that restores
 #: an earlier version; a move to a newer release; DMA between the GPU and NIC off), so no set is unseen now
 HELD_OUT_6_BLIND = (1, 13)
+#: the seventh set's blind score (commit fda1fca), gathered on 2026-11-28 by two collectors who never read the rules or
+#: ran the doctor, scored once before any rule looked at it
+HELD_OUT_7_BLIND = (3, 12)
 #: the held-out sets in the order they were gathered (corpus.yaml keys)
-SETS = ("held_out", "held_out_2", "held_out_3", "held_out_4", "held_out_5", "held_out_6")
+SETS = ("held_out", "held_out_2", "held_out_3", "held_out_4", "held_out_5", "held_out_6", "held_out_7")
 #: the latest set (the page counts its refusals)
-LAST_SET = "held_out_6"
+LAST_SET = "held_out_7"
 #: each set's score when it was first run, before any rule was written looking at it (key -> (named, cases))
 FIRST_SCORES = {"held_out": HELD_OUT_1_BEFORE, "held_out_2": HELD_OUT_2_BLIND, "held_out_3": HELD_OUT_3_BLIND,
-                "held_out_4": HELD_OUT_4_BLIND, "held_out_5": HELD_OUT_5_BLIND, "held_out_6": HELD_OUT_6_BLIND}
+                "held_out_4": HELD_OUT_4_BLIND, "held_out_5": HELD_OUT_5_BLIND, "held_out_6": HELD_OUT_6_BLIND,
+                "held_out_7": HELD_OUT_7_BLIND}
 
 #: the corpus's categories (the issue's names) -> the doctor's categories (x4lib.doctor.findings.CATEGORIES)
 CATEGORY = {"transport-fallback": "tcp-fallback", "p2p-off": "p2p-disabled", "pcie-downtrained": "pcie-downtrained",
@@ -74,6 +78,7 @@ class CaseScore:
     held_out_4: bool
     held_out_5: bool
     held_out_6: bool
+    held_out_7: bool
     evidence_lines: tuple[int, ...]  # where the case's evidence line is in the text
     named_category: str | None  # the doctor's named cause, in the corpus's vocabulary (None: nothing, or exit 2)
     named_rule: str | None
@@ -111,7 +116,8 @@ def score_case(entry: dict) -> CaseScore:
     exit_code = 2 if report is None else doctor.Report(tuple(found), (report,)).exit_code
     return CaseScore(entry["file"], entry["source"], entry["category"], bool(entry.get("held_out")),
                      bool(entry.get("held_out_2")), bool(entry.get("held_out_3")), bool(entry.get("held_out_4")),
-                     bool(entry.get("held_out_5")), bool(entry.get("held_out_6")), where,
+                     bool(entry.get("held_out_5")), bool(entry.get("held_out_6")),
+                     bool(entry.get("held_out_7")), where,
                      back[cause["category"]] if cause else None, cause["rule"] if cause else None, ev, exit_code)
 
 
@@ -146,7 +152,8 @@ def first_seen_table(sets=SETS, first_scores=FIRST_SCORES):
     seen (pandas)."""
     import pandas as pd
     sm = summary()
-    labels = dict(zip(SETS, ("first quarter", "second set", "third set", "fourth set", "fifth set", "sixth set")))
+    labels = dict(zip(SETS, ("first quarter", "second set", "third set", "fourth set", "fifth set", "sixth set",
+                                "seventh set")))
     rows = [{"set": labels[k], "cases": first_scores[k][1], "named when first seen": first_scores[k][0],
              "first seen %": pct(first_scores[k]), "named now": sm[k][0], "now %": pct(sm[k])}
             for k in sets]
@@ -166,7 +173,8 @@ def category_table(sets=SETS):
     last rows ("written against": the cases of no held-out set)."""
     import pandas as pd
     sm = summary()
-    labels = dict(zip(SETS, ("held out", "second set", "third set", "fourth set", "fifth set", "sixth set")))
+    labels = dict(zip(SETS, ("held out", "second set", "third set", "fourth set", "fifth set", "sixth set",
+                                "seventh set")))
     # (blind scores of the sets: HELD_OUT_1_BEFORE, HELD_OUT_2_BLIND, HELD_OUT_3_BLIND, HELD_OUT_4_BLIND, ...)
     rows = []
     for c, v in sm["by_category"].items():
@@ -187,7 +195,8 @@ def category_table(sets=SETS):
 
 
 def case_table(held_out: bool | None = None, held_out_2: bool | None = None, held_out_3: bool | None = None,
-               held_out_4: bool | None = None, held_out_5: bool | None = None, held_out_6: bool | None = None):
+               held_out_4: bool | None = None, held_out_5: bool | None = None, held_out_6: bool | None = None,
+               held_out_7: bool | None = None):
     """One row per case: the thread's category, what the doctor named, whether the evidence line was quoted
     (``held_out``/``held_out_2``/``held_out_3``: only the cases of that set, or only the others)."""
     import pandas as pd
@@ -196,13 +205,14 @@ def case_table(held_out: bool | None = None, held_out_2: bool | None = None, hel
                           "rule": r.named_rule or "", "evidence line quoted": r.evidence_found,
                           "named": r.named, "held out": r.held_out, "second set": r.held_out_2,
                           "third set": r.held_out_3, "fourth set": r.held_out_4, "fifth set": r.held_out_5,
-                          "sixth set": r.held_out_6}
+                          "sixth set": r.held_out_6, "seventh set": r.held_out_7}
                          for r in scores() if (held_out is None or r.held_out == held_out)
                          and (held_out_2 is None or r.held_out_2 == held_out_2)
                          and (held_out_3 is None or r.held_out_3 == held_out_3)
                          and (held_out_4 is None or r.held_out_4 == held_out_4)
                          and (held_out_5 is None or r.held_out_5 == held_out_5)
-                         and (held_out_6 is None or r.held_out_6 == held_out_6)]).set_index("case")
+                         and (held_out_6 is None or r.held_out_6 == held_out_6)
+                         and (held_out_7 is None or r.held_out_7 == held_out_7)]).set_index("case")
 
 
 def worked_case(file: str, context: int = 2) -> str:
