@@ -233,6 +233,13 @@ def test_acsctl_in_hex_is_read():
     (["BF16 matmul is about half the speed of FP32 on our T4."], "dtype-not-native"),
     (["We run on a V100.", "Training in bfloat16 gives no speedup over float32."], "dtype-not-native"),
     (["torch._scaled_mm with float8_e4m3fn is not supported on the A100."], "dtype-not-native"),
+    # the seventh set's misses: FP16 on compute capability 6.1 (1/64 of FP32's rate), clocks locked by hand, a run
+    # that computes in FP32 by default, a bidirectional figure named in Chinese
+    (["I use a Tesla P40 and it does not support float16 well."], "dtype-not-native"),
+    (["sudo nvidia-smi -i 0 -lgc 1200,1200 before the benchmark"], "clocks-locked"),
+    (["The drop follows nvmlDeviceSetMemoryLockedClocks(); resetting them gives it back."], "clocks-locked"),
+    (["The benchmark runs using FP32 by default for compatibility."], "tf32-not-enabled"),
+    (["400GB/s 是双向理论值，160GB/s 是单向实测"], "line-rate-expected"),
 ])
 def test_general_signals_name_their_rule(lines, rule):
     text = "Some context first.\n\n" + "\n".join(lines) + "\n"
@@ -302,6 +309,19 @@ def test_a_dtype_the_gpu_multiplies_natively_is_no_finding():
         assert "dtype-not-native" not in got, (text, sorted(got))
     _, got = run("BF16 matmul is about half the speed of FP32 on our T4.\n")
     assert "compute capability 7.5" in got["dtype-not-native"].detail
+    # FP16 is named only on 6.1, whose FP16 is slower than its FP32: not on a P100 (6.0) nor a V100 (7.0)
+    for text in ("FP16 gives no speedup on our P100.\n", "FP16 is not faster than FP32 on the V100 here.\n"):
+        _, got = run(text)
+        assert "dtype-not-native" not in got, (text, sorted(got))
+    _, got = run("FP16 training is four times slower on our P40.\n")
+    assert "compute capability 6.1" in got["dtype-not-native"].detail
+
+
+def test_clocks_locked_is_read_from_the_lock_not_from_a_reset_or_a_clock_reading():
+    for text in ("sudo nvidia-smi -rgc\n", "Clocks: Graphics 1980 MHz, Memory 2619 MHz\n",
+                 "We read the clock with nvidia-smi -q -d CLOCK.\n"):
+        _, got = run(text + "busbw 10 GB/s\n")
+        assert "clocks-locked" not in got, (text, sorted(got))
 
 
 def test_gcd_words_without_a_package_against_a_device_are_no_finding():

@@ -168,6 +168,12 @@ SIGNALS: tuple[Signal, ...] = (
        r"\b(?:set|lowered|reduced|capped|limited)\b.{0,20}\b[0-9]{2,4} ?W\b|\b(?:capped|limited) (?:at|to) [0-9]{2,4} ?W\b"),
     _s("power-limit-default", "nvidia-smi", "default",
        r"limit\s*[=:]\s*([0-9]{1,4}(?:\.[0-9]{1,2})?) ?W\W{0,4}default\s*[=:]\s*([0-9]{1,4}(?:\.[0-9]{1,2})?) ?W"),
+    # clocks locked by hand: nvidia-smi's lock options or NVML's calls behind them (a locked range holds the clocks)
+    _s("clock-lock", "sentence", ("-lgc", "-lmc", "lock-gpu-clocks", "lock-memory-clocks", "lockedclocks",
+                                  "applications-clocks", "locked clock", "locked-clock"),
+       r"nvidia-smi\b.{0,40}?\s(?:-lgc|-lmc|--lock-gpu-clocks|--lock-memory-clocks|--applications-clocks)\b"
+       r"|\bnvmlDeviceSet(?:Gpu|Memory)LockedClocks\b|\bnvmlDeviceSetApplicationsClocks\b"
+       r"|\b(?:memory|GPU|graphics|SM) locked[- ]clocks?\b"),
     _s("smi-summary", "nvidia-smi", ("nvidia-smi", "pwr:usage/cap", "perf  pwr"),
        r"NVIDIA-SMI [0-9]{3}|Pwr:Usage/Cap"),
     _s("thermal-prose", "sentence", ("overheat", "throttl", "degrees", "°c", "stuck at", "mhz", "exceed"),
@@ -256,8 +262,10 @@ SIGNALS: tuple[Signal, ...] = (
     _s("expectation-prose", "sentence", ("line rate", "theor", "claim", "datasheet", "total", "bi-direc",
                                          "bidirec", "advertised", "spec", "peak", "nominal", "rated", "direction",
                                          "algbw", "% of", "instead of", "according to", "capable of", "aggregate",
-                                         "should", "max", "expect"),
+                                         "should", "max", "expect", "双向", "单向"),
        r"line rate|theor\w{0,6}\b|\bclaim\w{0,2}\b|datasheet|\btotal bandwidth\b|\bbi-?directional\b"
+       # the same words in Chinese: bidirectional (双向) against unidirectional (单向), as a figure's label
+       r"|双向.{0,20}?单向|单向.{0,20}?双向|[0-9] ?(?:GB/s|TB/s)\s*(?:是|为)?\s*双向"
        r"|\b(?:is|are) (?:exactly |just )?what (?:we|you|I|one)(?:'d| would) expect\b"
        r"|\b(?:advertised|spec(?:ification)?s?|peak|nominal|rated|max(?:imum)?)\b.{0,40}\b(?:[0-9]{2,5} ?(?:GB/s|TB/s|TFLOPS|Gb/s|Gbps)"
        r"|bandwidth|TFLOPS)|\bper direction\b|\buni-?directional\b|\b(?:busbw|algbw)\b.{0,30}\b(?:vs\.?|versus|instead of|compared|rather than|not)\b.{0,20}\b(?:busbw|algbw)\b"
@@ -299,17 +307,20 @@ SIGNALS: tuple[Signal, ...] = (
        # JAX/XLA: float32 matmuls at precision HIGHEST do not use the tensor cores' TF32 mode
        r"|\bprecision\b\W{0,3}\s*(?:=|:)?\s*(?:jax\.lax\.Precision\.|lax\.Precision\.|Precision\.)?[\"']?HIGHEST\b"
        r"|\bTF32\b.{0,30}\b(?:off|disabled|not enabled|False)\b|\b(?:fp32|float32)\b.{0,40}\b(?:instead of|rather than"
-       r"|not)\b.{0,20}\b(?:tf32|bf16|fp16|half)\b"),
+       r"|not)\b.{0,20}\b(?:tf32|bf16|fp16|half)\b"
+       # a benchmark or burn that computes in FP32 by default ("burns using FP32 as a default")
+       r"|\b(?:burn\w{0,3}|runs?|computes?|benchmarks?)\s+(?:using|with|in)\s+(?:FP32|float32)\b.{0,20}\bdefault\b"),
     _s("fp32-slow-prose", "sentence", ("fp32", "float32", "full precision", "single precision"),
        r"\b(?:FP32|float32|full precision|single precision)\b.{0,80}?(?:\b[0-9]{1,3}(?:\.[0-9])? ?(?:x|×|times) slower\b"
        r"|\bslower\b.{0,30}?\b(?:FP16|BF16|half|TF32)\b|\bmuch (?:more time|longer|slower)\b|\(x ?[0-9]{1,3}\))"),
     # a dtype said to be slow, no faster, or unsupported (the GPU's compute capability decides, dtype_not_native)
-    _s("dtype-slow-prose", "sentence", ("bf16", "bfloat16", "fp8", "float8", "e4m3", "e5m2"),
-       r"\b(?:BF16|bfloat16|FP8|float8\w{0,12}|e4m3\w{0,6}|e5m2\w{0,6})\b.{0,120}?(?:\bslow\w{0,3}\b|\bhalf the speed\b"
-       r"|\bno (?:speed-?up|faster|gain|improvement)\b|\bnot (?:any )?faster\b|\bsame speed\b|\bnot supported\b"
-       r"|\bunsupported\b|\bemulat\w{1,5}\b)"
-       r"|(?:\bslow\w{0,3}\b|\bno (?:speed-?up|gain)\b|\bnot supported\b|\bemulat\w{1,5}\b).{0,80}?"
-       r"\b(?:BF16|bfloat16|FP8|float8\w{0,12}|e4m3\w{0,6}|e5m2\w{0,6})\b"),
+    _s("dtype-slow-prose", "sentence", ("bf16", "bfloat16", "fp8", "float8", "e4m3", "e5m2", "fp16", "float16"),
+       r"\b(?:BF16|bfloat16|FP8|float8\w{0,12}|e4m3\w{0,6}|e5m2\w{0,6}|FP16|float16)\b.{0,120}?(?:\bslow\w{0,3}\b"
+       r"|\bhalf the speed\b|\bno (?:speed-?up|faster|gain|improvement)\b|\bnot (?:any )?faster\b|\bsame speed\b"
+       r"|\bnot supported\b|\bunsupported\b|\bemulat\w{1,5}\b)"
+       r"|(?:\bslow\w{0,3}\b|\bno (?:speed-?up|gain)\b|\bnot supported\b|\bemulat\w{1,5}\b"
+       r"|\b(?:does not|doesn'?t|do not|don'?t) support\b).{0,80}?"
+       r"\b(?:BF16|bfloat16|FP8|float8\w{0,12}|e4m3\w{0,6}|e5m2\w{0,6}|FP16|float16)\b"),
     # a package's figure against one of its dies: "measured on a single GCD, while the 383 TFLOPs ... is for 2 GCDs"
     _s("package-prose", "sentence", ("gcd", "die"),
        r"\b(?:a single|one|per|each|1)\s+(?:GCD|die)\b.{0,160}?\b(?:2|two|both)\s+(?:GCDs|dies)\b"
@@ -520,6 +531,7 @@ def findings(sc: Scan, skip: frozenset = frozenset()) -> list[Finding]:
                 Quantity(lim, "W", f"power limit, line {i}"), Quantity(default, "W", "default power limit"))
             break
     add("report-says-thermal", sc.lines_of("thermal-prose"))
+    add("clocks-locked", sc.lines_of("clock-lock"), "clocks locked by nvidia-smi or NVML")
     # ACS, IOMMU, VMs
     add("acs-enabled", sc.lines_of("lspci-acs-on"))
     add("rccl-iommu-pt-missing", sc.lines_of("nccl-iommu-pt"))

@@ -95,12 +95,14 @@ def fp32_ratio(sc: Scan) -> tuple[str, Quantity | None, Quantity | None]:
             Quantity(fp16.value, "TFLOP/s", f"catalog {dev.id} FP16 dense peak ({fp16.source})"))
 
 
-_DTYPE_WORDS = (("fp8", r"\b(?:FP8|float8\w{0,12}|e4m3\w{0,6}|e5m2\w{0,6})\b"), ("bf16", r"\b(?:BF16|bfloat16)\b"))
+_DTYPE_WORDS = (("fp8", r"\b(?:FP8|float8\w{0,12}|e4m3\w{0,6}|e5m2\w{0,6})\b"), ("bf16", r"\b(?:BF16|bfloat16)\b"),
+                ("fp16", r"\b(?:FP16|float16)\b"))
 
 
 def dtype_not_native(sc: Scan) -> tuple[list[int], str] | None:
     """A dtype said to be slow or unsupported on an NVIDIA GPU whose compute capability is below the one whose
-    tensor cores multiply it (doctor_rules.yaml ``native_dtype_min_cc``, ``compute_capability_names``): (the
+    tensor cores multiply it (doctor_rules.yaml ``native_dtype_min_cc``, ``compute_capability_names``; a dtype with
+    ``only_cc`` is named only on those compute capabilities, where it is slower than FP32): (the
     sentence's line and the GPU's, detail). The GPU named on the sentence's own line wins, else the first named."""
     lines = sc.lines_of("dtype-slow-prose")
     if not lines:
@@ -124,7 +126,8 @@ def dtype_not_native(sc: Scan) -> tuple[list[int], str] | None:
         word, entry = found
         for dtype, rx in _DTYPE_WORDS:
             need = data["native_dtype_min_cc"].get(dtype)
-            if need and re.search(rx, text, re.I) and entry["cc"] < need["cc"]:
+            if need and re.search(rx, text, re.I) and entry["cc"] < need["cc"] and (
+                    "only_cc" not in need or entry["cc"] in need["only_cc"]):
                 return sorted({i, where}), (f"{word}: compute capability {entry['cc']:g} ({entry['source']}); "
                                             f"{dtype.upper()} tensor-core MMA needs {need['cc']:g} "
                                             f"({need['source']})")
