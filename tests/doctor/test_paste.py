@@ -240,6 +240,8 @@ def test_acsctl_in_hex_is_read():
     (["The drop follows nvmlDeviceSetMemoryLockedClocks(); resetting them gives it back."], "clocks-locked"),
     (["The benchmark runs using FP32 by default for compatibility."], "tf32-not-enabled"),
     (["400GB/s 是双向理论值，160GB/s 是单向实测"], "line-rate-expected"),
+    (["This was because our dev branch does not have all the recent optimizations on FSDP yet."],
+     "report-says-software-version"),
 ])
 def test_general_signals_name_their_rule(lines, rule):
     text = "Some context first.\n\n" + "\n".join(lines) + "\n"

@@ -281,7 +281,7 @@ SIGNALS: tuple[Signal, ...] = (
        r"(?<!infinity )\bfabric\b(?!\s*(?:GUID|State|Status|:|$))|between nodes? [0-9]{1,3} ?(?:\+|and|&) ?[0-9]{1,3}"),
     # -- software: a version, a regression, a library swapped
     _s("software-prose", "sentence", ("regress", "bisect", "revert", "downgrad", "upgrad", "roll", "symlink",
-                                      "bundled", "version", "restor", "driver update", "release"),
+                                      "bundled", "version", "restor", "driver update", "release", "optimiz", "optimis"),
        r"\bregress(?:ion|ions|es|ed)?\b|\bbisect\w{0,3}\b|\b(?:revert\w{0,3}|downgrad\w{1,3}|upgrad\w{1,3}|roll\w{0,3} "
        r"back)\b.{0,60}\b(?:NCCL|RCCL|driver|CUDA|PyTorch|torch|ROCm|firmware|kernel|version|v?[0-9]{1,2}\.[0-9]{1,3})"
        r"|\bsymlink\w{0,3}\b.{0,40}\blib(?:nccl|rccl)|\bbundled (?:NCCL|RCCL|libnccl)"
@@ -290,7 +290,12 @@ SIGNALS: tuple[Signal, ...] = (
        r"|\b(?:mov\w{1,3}|switch\w{0,3}|updat\w{1,3}|upgrad\w{1,3}|go\w{0,3}) (?:back )?to (?:a |the )?(?:newer|latest|older"
        r"|previous|earlier) (?:version|release)\b|\bdriver updates?\b"
        # a workaround that gives back an earlier version's behaviour ("UCX_RC_ECE=0 restores the 1.20.0 ...")
-       r"|\brestor\w{1,3}\b (?:the )?(?:v|version )?[0-9]{1,3}\.[0-9]{1,3}(?:\.[0-9]{1,3})?\b"),
+       r"|\brestor\w{1,3}\b (?:the )?(?:v|version )?[0-9]{1,3}\.[0-9]{1,3}(?:\.[0-9]{1,3})?\b"
+       # a build that lacks the optimisations of a later one ("our dev branch does not have all the recent
+       # optimizations on DDP and FSDP")
+       r"|\b(?:branch|build|version|release|fork)\b.{0,30}?\b(?:does not|doesn'?t|did not|didn'?t|do not|don'?t) (?:yet )?"
+       r"(?:have|include|contain)\b.{0,40}?\boptimi[sz]ations?\b|\bmissing (?:the |all the )?(?:recent |latest |upstream )"
+       r"optimi[sz]ations?\b"),
     # -- what the reporter says fixed it (read with the line's other signals: the fix names the cause)
     _s("fix-prose", "sentence", ("fix", "resolv", "solv", "work", "help", "better", "restor", "no longer",
                                  "went away", "gone"),
