@@ -410,7 +410,6 @@ def nvls_chunk_B(size_B: float, channels: int, heads: int) -> int:
 def nvls_loops(size_B: float, channels: int, heads: int) -> int:
     """The loops each NVLS channel runs for a call of ``size_B`` bytes: its share over nHeads × chunk, rounded up
     (src/device/all_reduce.h 411-415). At least 1."""
-    import math
     return max(1, math.ceil(size_B / (channels * heads * nvls_chunk_B(size_B, channels, heads))))
 
 

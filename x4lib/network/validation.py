@@ -121,13 +121,13 @@ def fit(names: list[str] | tuple[str, ...] | None = None) -> Calibration:
     otherwise). Pairs with fewer than MIN_FIT_ROWS rows keep NCCL's price."""
     names = tuple(fit_names() if names is None else names)
     pts: dict[str, list[tuple[float, float, float, int]]] = {}
+    one = Calibration({}, {})  # Δ = 0, η = 1: the bandwidth term alone
     for name in names:
         pairs = fit_pairs(name)
         for r in _rows(name):
             o, c = _option(name, r.size_B)
             if pairs is not None and f"{o.algorithm}/{o.protocol}" not in pairs:
                 continue
-            one = Calibration({}, {})  # Δ = 0, η = 1: the bandwidth term alone
             x = coll.achieved_time_s(o, r.size_B, c, one) - o.latency_s
             key = coll.calibration_key(o, c)
             for k in (key, key.split("@")[0]):
