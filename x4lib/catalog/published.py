@@ -66,6 +66,24 @@ def public_logs(path: Path = PUBLIC_LOGS_PATH) -> dict:
     return data["logs"]
 
 
+def host_fit_logs(path: Path = PUBLIC_LOGS_PATH) -> dict:
+    """The logs the host's cost per launched channel is fitted on (public_logs.yaml ``host_fit``: file name -> its
+    collective, the AllReduce log of the same run and why), checked: the run is a stored log, the file is stored,
+    and no such log is also scored."""
+    from x4lib.catalog import specs
+    data = specs.load_document(path, PUBLIC_LOGS_SCHEMA, PublicLogsError)
+    logs = public_logs(path)
+    for name, entry in data.get("host_fit", {}).items():
+        if name in logs:
+            raise PublicLogsError(f"{Path(path).name}: host_fit: {name} is also a scored log")
+        if entry["same_run_as"] not in logs:
+            raise PublicLogsError(f"{Path(path).name}: host_fit: {name}: same_run_as {entry['same_run_as']} is not a "
+                                  f"stored log")
+        if not (LOG_DIR / name).is_file():
+            raise PublicLogsError(f"{Path(path).name}: host_fit: {name} is not stored in {LOG_DIR.name}/")
+    return data.get("host_fit", {})
+
+
 def log_cluster(name: str):
     """The :class:`x4lib.network.clusters.Cluster` a stored log ran on, as public_logs.yaml describes it (intra-node line
     rate from the catalog); None for a log the model does not describe (status not_modelled)."""

@@ -173,11 +173,14 @@ class Calibration:
     "algorithm/protocol" fitted over every scale for the scales without their own fit. A pair without any fit keeps
     NCCL's own price (0 s, 1.0). ``loop_s``: for the pairs whose kernel loops over chunks NCCL sizes by the call
     (NVLS on one node: :func:`chunk_loops`), the cost of one loop [s], fitted beside the other two. ``fitted_on``
-    names the logs."""
+    names the logs. ``host_channel_s``: the host's time per launched channel beyond the first, on each GPU a
+    thread drives (:func:`host_time_s`), fitted on ``host_fitted_on``."""
     extra_latency_s: Mapping[str, float]
     efficiency: Mapping[str, float]
     fitted_on: tuple[str, ...] = ()
     loop_s: Mapping[str, float] = dataclasses.field(default_factory=lambda: MappingProxyType({}))
+    host_channel_s: float = 0.0
+    host_fitted_on: tuple[str, ...] = ()
 
 
 def chunk_loops(option: Option, size_B: float, cluster: Cluster) -> int:
@@ -188,6 +191,30 @@ def chunk_loops(option: Option, size_B: float, cluster: Cluster) -> int:
     if option.algorithm != "nvls" or cluster.nodes != 1:
         return 0
     return nccl_tuner.nvls_loops(size_B, launched_channels("nvls", cluster), option.channels)
+
+
+def call_channels(option: Option, size_B: float, cluster: Cluster) -> int:
+    """The channels NCCL launches for one call of ``option``: ring and tree cut from comm->nChannels (the search's
+    channels, doubled: :func:`launched_channels`) while the call is small (nccl_tuner.launch_channels), NVLS and
+    NVLS tree all of theirs. The bandwidth term counts distinct rings instead (nccl_tuner.launch_channels from the
+    search's channels): a channel and its duplicate share links."""
+    return nccl_tuner.launch_channels(option.algorithm, option.protocol, size_B,
+                                      launched_channels(option.algorithm, cluster), cluster.n_ranks)
+
+
+def host_time_s(option: Option, size_B: float, cluster: Cluster, floor_s: float, gpus_per_thread: int = 1,
+                per_channel_s: float = 0.0) -> float:
+    """The host's time per call [s] when calls are issued back to back: a one-channel call's (``floor_s``, as a
+    run measures it) plus ``per_channel_s`` for each further channel the call launches (:func:`call_channels`), on
+    each of the ``gpus_per_thread`` GPUs one thread drives in turn. For every call NCCL's host code builds a work
+    item for each channel it launches, copies each channel's work into the work FIFO the kernel reads and posts
+    each channel's proxy operations (src/enqueue.cc, v2.18.1: addCollToPlan 265-350, uploadWork 766-829,
+    uploadProxyOps 831-863); a thread that drives g GPUs (nccl-tests' -g g) does that g times per call.
+    AllToAll and SendRecv (p2p) keep the floor."""
+    if option.algorithm in ("local", "p2p"):
+        return floor_s
+    extra = call_channels(option, size_B, cluster) - 1
+    return floor_s + extra * max(1, int(gpus_per_thread)) * per_channel_s
 
 
 def calibration_key(option: Option, cluster: Cluster) -> str:

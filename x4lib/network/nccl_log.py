@@ -101,6 +101,7 @@ _A = re.ASCII
 _BINARY_RE = re.compile(r"(?<![A-Za-z_])(" + "|".join(sorted(BINARIES, key=len, reverse=True)) + r")_perf", _A)
 _SWEEP_RE = re.compile(r"minBytes ([0-9]{1,20}) maxBytes ([0-9]{1,20}) step: ([0-9]{1,20})\((factor|bytes)\)", _A)
 _ITERS_RE = re.compile(r"warmup iters: ?([0-9]{1,9}) iters: ?([0-9]{1,9})", _A)
+_THREADS_RE = re.compile(r"nThread ([0-9]{1,9}) nGpus ([0-9]{1,9})", _A)
 _AVG_RE = re.compile(r"#?\s*Avg bus bandwidth\s*:\s*(\S+)", _A)
 _OOB_RE = re.compile(r"#?\s*Out of bounds values\s*:\s*([0-9]{1,20})\s*(\S*)", _A)
 _ROW_RE = re.compile(r"[0-9]+\s+[0-9]+\s+\S", _A)
@@ -146,6 +147,8 @@ class ParsedLog:
     warmup_iters: int | None = None  # from the "warmup iters: W iters: N" parameter line, when printed
     iters: int | None = None
     used_lines: tuple[int, ...] = ()  # the line numbers the reader took something from (see excerpt)
+    #: GPUs each thread drives (nccl-tests' -g, from the "nThread T nGpus G" parameter line); None when not printed
+    gpus_per_thread: int | None = None
 
 
 # ---------------------------------------------------------------- inference
@@ -278,6 +281,7 @@ class _Scan:
     launcher_lines: int = 0  # lines that carried a launcher prefix (srun "0: ", Open MPI "[1,0]<stdout>:")
     binaries: dict = field(default_factory=dict)  # collective → first line naming it
     iters: tuple[int, int] | None = None  # (warmup iters, iters) from the parameter line
+    threads: tuple[int, int] | None = None  # (nThread, nGpus) from the parameter line
     sweep: tuple[int, int, int, str, int] | None = None  # (minBytes, maxBytes, step, "factor"|"bytes", line)
     units_line: str | None = None
     used: list = field(default_factory=list)  # line numbers the reader took something from, in order
@@ -322,6 +326,9 @@ def _scan_line(s: _Scan, lineno: int, line: str) -> None:
         s.used.append(lineno)
     if s.iters is None and (m := _ITERS_RE.search(line)):
         s.iters = (int(m.group(1)), int(m.group(2)))
+        s.used.append(lineno)
+    if s.threads is None and s.header is None and (m := _THREADS_RE.search(line)):
+        s.threads = (int(m.group(1)), int(m.group(2)))
         s.used.append(lineno)
     for m in _BINARY_RE.finditer(line):
         if BINARIES[m.group(1)] not in s.binaries:
@@ -497,7 +504,8 @@ def _finish(s, path, text, coll, source, cands, n_ranks, complete, warnings, che
                      (len(hosts) or None) if complete else None, devices, tuple(s.rows), printed,
                      finite(rows_avg), tuple(warnings + checks), not checks, tuple(s.ranks),
                      warmup_iters=s.iters[0] if s.iters else None, iters=s.iters[1] if s.iters else None,
-                     used_lines=tuple(sorted(set(s.used))))
+                     used_lines=tuple(sorted(set(s.used))),
+                     gpus_per_thread=s.threads[1] if s.threads and s.threads[1] >= 1 else None)
 
 
 # ---------------------------------------------------------------- the file

@@ -9,8 +9,11 @@ fitted cost per chunk loop (collectives.chunk_loops: NCCL shrinks the chunk for 
 loops). Each log is priced with its own NCCL version (printed, or assumed with the reason in
 public_logs.yaml), its own network's plugin latency and, when the run forced one, its algorithm.
 
-No row is predicted faster than the least time of its own log's calls below 64 KiB (:func:`log_floor_s`: the host
-issues nccl-tests' calls back to back, one thread launching on all its GPUs in turn), rows that are never scored.
+No row is predicted faster than the host can issue it (:func:`host_s`): the least time of its own log's calls below
+64 KiB (:func:`log_floor_s`: the host issues nccl-tests' calls back to back, one thread launching on all its GPUs in
+turn; rows that are never scored), plus the host's work for each further channel the call launches on each GPU the
+thread drives, a cost fitted only on the logs public_logs.yaml lists under ``host_fit`` (:func:`fit_host_channel`:
+other collectives of a run whose AllReduce log is scored).
 Scores are model busbw / measured busbw (= measured time / model time) per row, grouped by fabric (the log's
 ``kind``) and size class (<= 1 MiB, 1-64 MiB, >= 128 MiB). Targets (issue 29): rows of 128 MiB and more within
 10 % median per fabric and no cluster's median above 15 %; the 1 MiB row within a factor of 1.5 on every cluster.
@@ -72,16 +75,77 @@ def measured_s(row) -> float:
     return min(t) * 1e-6
 
 
+def _floor_of(log) -> float | None:
+    ts = [measured_s(r) for r in log.rows if r.out_of_place and r.out_of_place.time_us and 0 < r.size_B < MIN_ROW_B]
+    return min(ts) if ts else None
+
+
 @functools.lru_cache(maxsize=None)
 def log_floor_s(name: str) -> float | None:
     """The least time of a log's rows below MIN_ROW_B (nccl-tests' empty to 32 KiB calls), None where it has none.
     No larger call of the same run finishes faster than it: nccl-tests issues its calls back to back from the host,
     and where one thread drives all of a node's GPUs (``nThread 1 nGpus 8``) the host launches each call on every
     GPU in turn (about 35 µs per call in the stored A100 log, against 25 µs for one process per GPU on two H100
-    nodes). Read from rows that are never scored, like a run's own copy bandwidth in Lab 00."""
+    nodes). Read from rows that are never scored, like a run's own copy bandwidth in Lab 00. Those calls launch one
+    channel each; a larger call's host time adds its further channels (:func:`host_s`)."""
     log, _ = _log(name)
-    ts = [measured_s(r) for r in log.rows if r.out_of_place and r.out_of_place.time_us and 0 < r.size_B < MIN_ROW_B]
-    return min(ts) if ts else None
+    return _floor_of(log)
+
+
+def gpus_per_thread(log) -> int:
+    """The GPUs one thread of the run drove (the log's "nThread T nGpus G" line); 1 where the line is not printed
+    (one process per GPU, as every stored log without it was launched)."""
+    return log.gpus_per_thread or 1
+
+
+def host_s(name: str, option, size_B: int, calib: Calibration) -> float:
+    """The host's time for one call of a stored log's run (collectives.host_time_s: its floor, plus the fitted cost
+    of each further channel on each GPU its thread drives); 0 where the log has no rows below MIN_ROW_B."""
+    floor = log_floor_s(name)
+    if floor is None:
+        return 0.0
+    log, cluster = _log(name)
+    return coll.host_time_s(option, size_B, cluster, floor, gpus_per_thread(log), calib.host_channel_s)
+
+
+def host_fit_points(names=None) -> list[tuple[float, float, float, str, int]]:
+    """The rows the host's cost per channel is fitted on (public_logs.yaml ``host_fit``, never an AllReduce log
+    that is scored): (x = further channels × GPUs per thread, y = measured − floor [s], measured [s], file, size),
+    for rows from MIN_ROW_B where NCCL's own estimate of the call (its chosen pair, the run's NCCL version) is below
+    the log's floor, i.e. where the GPU's work hides under the host's and the call's time is the host's."""
+    from x4lib.catalog import published
+    from x4lib.network import nccl_log
+    host_logs = published.host_fit_logs()
+    out = []
+    for name in (host_logs if names is None else names):
+        e = host_logs[name]
+        log = nccl_log.read_path(published.LOG_DIR / name)
+        _, cluster = _log(e["same_run_as"])
+        floor, g = _floor_of(log), gpus_per_thread(log)
+        version = log_version(_logs()[e["same_run_as"]])
+        if floor is None or cluster is None:
+            continue
+        for r in log.rows:
+            if not (r.out_of_place and r.out_of_place.time_us and r.size_B >= MIN_ROW_B):
+                continue
+            o = min(coll.options(e["collective"], r.size_B, cluster, nccl_version=version), key=lambda o: o.time_s)
+            if o.time_s >= floor:
+                continue
+            x = (coll.call_channels(o, r.size_B, cluster) - 1) * g
+            out.append((float(x), measured_s(r) - floor, measured_s(r), name, r.size_B))
+    return out
+
+
+def fit_host_channel(names=None) -> tuple[float, tuple[str, ...]]:
+    """The host's time per further channel and GPU [s]: weighted least squares through the origin of
+    y = x · c on :func:`host_fit_points` (weights 1/measured: the relative error of the time), and the logs it
+    used; (0, ()) where no row launches more than one channel."""
+    pts = [p for p in host_fit_points(names) if p[0] > 0]
+    if not pts:
+        return 0.0, ()
+    num = sum(x * y / t ** 2 for x, y, t, *_ in pts)
+    den = sum(x * x / t ** 2 for x, _, t, *_ in pts)
+    return max(0.0, num / den), tuple(dict.fromkeys(p[3] for p in pts))
 
 
 def _option(name: str, size_B: int):
@@ -144,7 +208,8 @@ def fit(names: list[str] | tuple[str, ...] | None = None) -> Calibration:
         extra[key], eff[key] = d, 1.0 / k
         if lam:
             loop[key] = lam
-    return Calibration(MappingProxyType(extra), MappingProxyType(eff), names, MappingProxyType(loop))
+    host, host_names = fit_host_channel()
+    return Calibration(MappingProxyType(extra), MappingProxyType(eff), names, MappingProxyType(loop), host, host_names)
 
 
 def _fit_pair(p):
@@ -190,7 +255,7 @@ def row_scores(calib: Calibration | None = None) -> list[dict]:
                 out.append({**base, "pair": "not modelled", "model / measured": None, "NCCL estimate / measured": None})
                 continue
             o, _ = _option(name, r.size_B)
-            t = max(coll.achieved_time_s(o, r.size_B, cluster, calib), log_floor_s(name) or 0.0)
+            t = max(coll.achieved_time_s(o, r.size_B, cluster, calib), host_s(name, o, r.size_B, calib))
             meas = measured_s(r)
             pair = f"{o.algorithm}/{o.protocol}"
             if e["status"] == "use":
