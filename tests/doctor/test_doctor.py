@@ -88,10 +88,12 @@ BAD_CASES = {
         "p2p-not-supported": ("problem", {41, 60}), "nccl-maxsharedmem": ("problem", {10}),
         "test-failed": ("problem", {67})},
     "nccl-tests_rtx5090-x1_one-rank_nccltests287.log": {"one-rank": ("warning", {5})},
-    "nccl-tests_rtx5090-x4_geforce_nccltests287.log": {"geforce-no-p2p": ("warning", {5, 6})},
+    "nccl-tests_rtx5090-x4_geforce_nccltests287.log": {"geforce-no-p2p": ("warning", {5, 6}),
+                                                       "one-thread-many-gpus": ("note", {2})},
     "topo_2x5090-phb_club3090-1133.txt": {"topo-no-p2p": ("warning", {2, 3})},
     "rccl-tests_mi100-x2_iommu-warn-hang_rccl1129.log": {"rccl-iommu-pt-missing": ("problem", {15})},
-    "rccl-tests_mi100-x2_p2p-disabled_rccl1129.log": {"p2p-disabled-by-env": ("warning", {1})},
+    "rccl-tests_mi100-x2_p2p-disabled_rccl1129.log": {"p2p-disabled-by-env": ("warning", {1}),
+                                                      "one-thread-many-gpus": ("note", {3})},
     "nccl-debug_hgx-a100_ibverbs-socket_nccltests100.txt": {"net-socket-nodes-unknown": ("warning", {3, 4})},
     "lspci_quadro-rtx8000-x1-slot_geerlingguy480.txt": {"pcie-width-downgraded": ("warning", {4})},
     "lspci_acs-enabled-bridge_rccl547.txt": {"acs-enabled": ("warning", {7})},
@@ -100,7 +102,7 @@ BAD_CASES = {
 
 # healthy or explained: notes at most (file: the notes expected)
 HEALTHY = {
-    "rccl-tests_mi100-x2_after-iommu-pt_rccl1129.log": set(),
+    "rccl-tests_mi100-x2_after-iommu-pt_rccl1129.log": {"one-thread-many-gpus"},  # run as -g 2
     "nccl-tests_h100-x8_1node_nvls_nccltests290.log": {"nvls-above-line-rate"},
     "nccl-tests_h100-x16_2node_default_nccltests309.log": {"two-node-tree"},
     "lspci_rtx4090-idle-downgraded_tinygrad-ogkm6.txt": {"pcie-speed-downgraded-check-load"},
@@ -512,7 +514,7 @@ def test_cli_json_meets_its_schema_and_exit_codes_follow_the_findings():
     doc = json.loads(r.stdout)
     jsonschema.validate(doc, load_schema("doctor_output.schema.json"))
     assert doc["version"] == findings.DOCTOR_VERSION and len(doc["inputs"]) == 2
-    assert {f["category"] for f in doc["findings"]} == {"p2p-disabled", "other"}
+    assert {f["category"] for f in doc["findings"]} == {"p2p-disabled", "other", "algorithm-or-expectation"}
     f = doc["findings"][0]
     assert {"category", "severity", "cause", "evidence", "measured", "expected", "advice"} <= set(f)
     assert f["evidence"][0]["line"] == 41 and "intraNodeP2pSupport 0" in f["evidence"][0]["text"]
@@ -596,3 +598,19 @@ def test_no_infiniband_device_means_sockets_unless_a_plugin_or_ib_runs():
     one = "$ python -m torch.distributed.run --nproc_per_node 4 --nnodes 1 test.py\n"
     _, found = diagnose.diagnose_text(one + head + nodev, "paste.txt")
     assert not [f for f in found if f.category == "tcp-fallback"]
+
+
+def test_one_thread_driving_eight_gpus_is_named_with_the_hosts_time():
+    """A -g 8 log (SuperBench's A100 node): a note, with the 1 MiB row's time beside the host's time the model
+    gives (the log's floor plus the fitted cost per channel and GPU); a -g 1 log gets no such note."""
+    from x4lib.catalog import published
+    text = (published.LOG_DIR / "nccl-tests_a100-sxm4-40gb-x8_1node_all_reduce_ocitutorials-jp.log").read_text()
+    _, found = doctor.diagnose_text(text, "a100.log")
+    f = [x for x in found if x.rule.id == "one-thread-many-gpus"]
+    assert len(f) == 1 and f[0].severity == "note" and f[0].category == "algorithm-or-expectation"
+    assert "nGpus 8" in f[0].evidence[0].text and f[0].measured.unit == "µs" and f[0].expected.unit == "µs"
+    assert 0.9 < f[0].measured.value / f[0].expected.value < 1.1
+    assert 30 < f[0].measured.value / f[0].expected.value * f[0].expected.value      # µs, not seconds
+    one = (published.LOG_DIR / "nccl-tests_h100-80gb-x8_1node_all_reduce_dgxc.log").read_text()
+    _, found = doctor.diagnose_text(one, "h100.log")
+    assert not [x for x in found if x.rule.id == "one-thread-many-gpus"]

@@ -379,6 +379,7 @@ def _log_numbers(log, L: Lines, nodes, ranks, earlier) -> list[Finding]:
                             "network bottleneck (NICs per node × line rate per direction) is not printed in it",
                             busbw, None))
     cat = _log_catalog_id(r.name for r in ranks)
+    out += _one_thread_many_gpus(log, L, nodes, cat)
     if nodes != 1 or cat is None or coll not in nccl_tests.COLLECTIVES:
         return out
     dev = specs.get(cat)
@@ -404,6 +405,48 @@ def _log_numbers(log, L: Lines, nodes, ranks, earlier) -> list[Finding]:
 
 
 # ------------------------------------------------------------------------------------------ nvidia-smi topo -m
+
+def _one_thread_many_gpus(log, L: Lines, nodes, cat: str | None) -> list[Finding]:
+    """One thread drove several GPUs (nccl-tests -g > 1): the log's calls up to 1 MiB measure the host. Measured:
+    the largest row from 64 KiB to 1 MiB; expected, on one node of a catalog GPU: the host's time for that call
+    (x4lib.network.collectives.host_time_s: the log's floor, its calls below 64 KiB, plus the fitted cost of each
+    further channel on each GPU)."""
+    from x4lib.catalog import specs
+    from x4lib.network import clusters, collectives, nccl_tuner, sizes, validation
+    g = log.gpus_per_thread or 1
+    floor = validation.rows_floor_s(log)
+    rows = [r for r in log.rows if validation.MIN_ROW_B <= r.size_B <= 2**20 and r.out_of_place
+            and r.out_of_place.time_us]
+    if g < 2 or floor is None or not rows:
+        return []
+    row = max(rows, key=lambda r: r.size_B)
+    t = validation.measured_s(row)
+    measured = Quantity(round(t * 1e6, 2), "µs", f"time at {sizes.label(row.size_B)} (line {row.line}), the faster "
+                                                  f"of out-of-place and in-place")
+    expected, detail = None, (f"nGpus {g} per thread; its calls below {sizes.label(validation.MIN_ROW_B)} take "
+                              f"at least {floor * 1e6:.1f} µs")
+    coll = log.collective
+    if nodes == 1 and cat and coll in nccl_tuner.TUNED and log.n_ranks:
+        link = specs.get(cat).get("scaleup_bw_gb_s_per_direction")
+        try:
+            cluster = clusters.custom_cluster(1, log.n_ranks, link.si, arch=clusters.arch_of(cat),
+                                              cluster_id=f"1x{log.n_ranks}-{cat}") if link else None
+        except (ValueError, clusters.ClusterError):
+            cluster = None
+        if cluster is not None:
+            o = min(collectives.options(coll, row.size_B, cluster), key=lambda o: o.time_s)
+            c, _ = validation.fit_host_channel()
+            n = collectives.call_channels(o, row.size_B, cluster)
+            host = collectives.host_time_s(o, row.size_B, cluster, floor, g, c)
+            expected = Quantity(round(host * 1e6, 2), "µs",
+                                f"the host's time per call: {floor * 1e6:.1f} µs + ({n} channels − 1) × {g} GPUs × "
+                                f"{c * 1e6:.2f} µs (x4lib.network.collectives.host_time_s, {o.algorithm}/{o.protocol} "
+                                f"on 1 × {log.n_ranks} {cat})")
+            detail += f"; at {sizes.label(row.size_B)} the host's time is {host * 1e6:.0f} µs, measured {t * 1e6:.0f} µs"
+    where = L.find("nGpus")
+    return [new_finding("one-thread-many-gpus", L.name, [L.ev(i) for i in where[:1]] + [L.ev(row.line)], detail,
+                        measured, expected)]
+
 
 def topology_findings(text: str, name: str) -> tuple[InputReport, list[Finding]]:
     """THE ONE PLACE ``nvidia-smi topo -m`` is read: parsed by ``x4lib.network.topo`` (chapter 03's reader), whose

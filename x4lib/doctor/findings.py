@@ -205,7 +205,8 @@ RULE_IDS = ("net-socket-multinode", "net-socket-nodes-unknown", "p2p-not-support
             "clocks-locked", "remapped-rows-pending",
             "remapping-failed", "ecc-uncorrectable", "mig-enabled", "nccl-maxsharedmem", "test-failed",
             "log-check-failed", "one-rank",
-            "nvls-above-line-rate", "two-node-tree", "below-model", "rate-above-peak", "fp32-used-tf32",
+            "nvls-above-line-rate", "two-node-tree", "one-thread-many-gpus", "below-model", "rate-above-peak",
+            "fp32-used-tf32",
             "matmul-below-expected", "memory-bw-below-expected", "no-compute-bound-shape",
             # pasted text (x4lib.doctor.paste, issue 31)
             "ib-disabled-by-env", "cumem-disabled-no-mnnvl", "report-says-socket", "p2p-through-cpu", "amd-no-peers",
@@ -236,6 +237,7 @@ CAUSE_ORDER = (
     "dtype-not-native", "fp16-accumulate-gemm",
     "cache-flattered", "shape-kernel-choice", "rate-above-peak", "matmul-below-expected",
     "memory-bw-below-expected", "no-compute-bound-shape", "lab02-term-off", "nvls-above-line-rate", "two-node-tree",
+    "one-thread-many-gpus",
     "sparse-peak-expected", "package-peak-per-device", "ib-width-not-adapters", "line-rate-expected", "avg-busbw-not-peak", "below-model", "report-says-fabric",
     "report-says-software-version",
     "lab02-terms-agree")

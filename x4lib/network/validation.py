@@ -75,7 +75,8 @@ def measured_s(row) -> float:
     return min(t) * 1e-6
 
 
-def _floor_of(log) -> float | None:
+def rows_floor_s(log) -> float | None:
+    """The least time [s] of a parsed log's rows below MIN_ROW_B; None where it has none."""
     ts = [measured_s(r) for r in log.rows if r.out_of_place and r.out_of_place.time_us and 0 < r.size_B < MIN_ROW_B]
     return min(ts) if ts else None
 
@@ -89,7 +90,7 @@ def log_floor_s(name: str) -> float | None:
     nodes). Read from rows that are never scored, like a run's own copy bandwidth in Lab 00. Those calls launch one
     channel each; a larger call's host time adds its further channels (:func:`host_s`)."""
     log, _ = _log(name)
-    return _floor_of(log)
+    return rows_floor_s(log)
 
 
 def gpus_per_thread(log) -> int:
@@ -121,7 +122,7 @@ def host_fit_points(names=None) -> list[tuple[float, float, float, str, int]]:
         e = host_logs[name]
         log = nccl_log.read_path(published.LOG_DIR / name)
         _, cluster = _log(e["same_run_as"])
-        floor, g = _floor_of(log), gpus_per_thread(log)
+        floor, g = rows_floor_s(log), gpus_per_thread(log)
         version = log_version(_logs()[e["same_run_as"]])
         if floor is None or cluster is None:
             continue
@@ -136,7 +137,8 @@ def host_fit_points(names=None) -> list[tuple[float, float, float, str, int]]:
     return out
 
 
-def fit_host_channel(names=None) -> tuple[float, tuple[str, ...]]:
+@functools.lru_cache(maxsize=4)
+def fit_host_channel(names: tuple[str, ...] | None = None) -> tuple[float, tuple[str, ...]]:
     """The host's time per further channel and GPU [s]: weighted least squares through the origin of
     y = x · c on :func:`host_fit_points` (weights 1/measured: the relative error of the time), and the logs it
     used; (0, ()) where no row launches more than one channel."""
