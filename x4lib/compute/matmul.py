@@ -142,10 +142,12 @@ def memory_fraction(device_id: str, family: "Family | None" = None) -> tuple[flo
 
 def target(device: specs.Device | str, dtype: str, *, use_clock: bool = True,
            memory_bw_Bps: float | None = None, exclude: Iterable[str] = (),
-           exclude_sources: Iterable[str] = ()) -> Target:
+           exclude_sources: Iterable[str] = (), host_floor: tuple[float, str] | None = None) -> Target:
     """The model's view of a catalog device in ``dtype``. ``use_clock=False`` ignores a sourced sustained clock
     (r = 1), to see what it is worth. ``memory_bw_Bps``: an achievable bandwidth the same machine measured (e.g. a
-    run's triad), used instead of φ × the catalog's."""
+    run's triad), used instead of φ × the catalog's. ``host_floor``: (the host's floor per call [s], its basis) as
+    the same machine measured it (a run's own probe calls), used instead of the timing API's floor from other
+    machines; a property of the host, not of the GPU."""
     dev = specs.get(device) if isinstance(device, str) else device
     dtype = specs.normalize_dtype(dtype)
     fam = constants().family_of(dev.id)
@@ -172,6 +174,8 @@ def target(device: specs.Device | str, dtype: str, *, use_clock: bool = True,
     if a is not None and fam.id in a.families:
         api, serial = a.name, fam.id in a.serial_epilogue_families and fam.tiles_modelled
         floor, floor_basis = api_floor(a.name, dev.id, exclude, exclude_sources)
+    if host_floor is not None:
+        floor, floor_basis = host_floor
     return Target(dev.id, dtype, dev.values[field].si, dev.memory_bw_Bps, units_of(dev, fam), fam, r, basis, field,
                   dev.values[field].source, phi, phi_basis, peak_clock_hz(dev), floor, floor_basis, api, serial,
                   frozenset(exclude), frozenset(exclude_sources))
@@ -409,11 +413,12 @@ def split_k_bytes(m: int, n: int, split: int) -> int:
 
 def predict(device: specs.Device | str, dtype: str, m: int, n: int, k: int, *, exclude: Iterable[str] = (),
             use_clock: bool = True, timing: str = "queued", memory_bw_Bps: float | None = None,
-            exclude_sources: Iterable[str] = ()) -> Prediction:
+            exclude_sources: Iterable[str] = (), host_floor: tuple[float, str] | None = None) -> Prediction:
     """Predicted rate of an m×n×k matmul in ``dtype`` on a catalog device, with η calibrated without the devices in
-    ``exclude`` and the sources in ``exclude_sources`` (the validations pass the held-out device or source)."""
+    ``exclude`` and the sources in ``exclude_sources`` (the validations pass the held-out device or source);
+    ``host_floor`` as in :func:`target`."""
     tg = target(device, dtype, use_clock=use_clock, memory_bw_Bps=memory_bw_Bps, exclude=exclude,
-                exclude_sources=exclude_sources)
+                exclude_sources=exclude_sources, host_floor=host_floor)
     return predict_target(tg, m, n, k, eta_of(tg, exclude, use_clock, exclude_sources), timing)
 
 

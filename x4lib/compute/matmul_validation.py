@@ -12,8 +12,11 @@ here is among them. Two hold-outs, both reported:
 
 Our runs' rows are predicted as their harness timed them (method 2 and earlier: one call per synchronisation,
 ``timing="synced"``; method 3: back to back; method 4 adds, for calls under 100 µs, the same shape timed as a
-CUDA graph, scored as a row of its own, ``timing="graph"``) and with the run's own best copy/triad bandwidth as the achievable
-bandwidth (a different kernel measured on the same machine, not a matmul row). Used in: book/lab-00-roofline.md.
+CUDA graph, scored as a row of its own, ``timing="graph"``), with the run's own best copy/triad bandwidth as the achievable
+bandwidth (a different kernel measured on the same machine, not a matmul row) and, for Lab 00's rows timed from the
+host, the run's own floor per call of each timing API, read from its smallest shape's calls, which are then not
+scored (:func:`host_probe_floors`: the host's launch rate differs between machines with the same GPU).
+Used in: book/lab-00-roofline.md.
 """
 from __future__ import annotations
 
@@ -63,6 +66,8 @@ class Row:
     ours: bool
     memory_bw_Bps: float | None = None
     note: str = ""
+    #: (the host's floor per call [s], its basis) as the same run measured it on its probe calls (host_probe_floors)
+    host_floor: tuple[float, str] | None = None
 
     @property
     def shape_class(self) -> str:
@@ -103,9 +108,41 @@ def _modelled_gpu_runs(runs):
         yield run, cat
 
 
+def probe_shape(rows) -> tuple[int, int, int] | None:
+    """The smallest shape (least m·n·k) of a run's successful matmul rows: its host probe."""
+    ok = [(r["m"], r["n"], r["k"]) for r in rows if r["status"] == "ok"]
+    return min(ok, key=lambda s: s[0] * s[1] * s[2]) if ok else None
+
+
+def host_probe_floors(run, cat: str, timing: str) -> dict[str, tuple[float, str]]:
+    """The host's floor per call of each timing API as the run itself measured it: its least time per call at its
+    smallest shape (:func:`probe_shape`, 64³ in Lab 00) over the API's dtypes, less the model's own device time for
+    that shape where each call waits for a synchronisation (``synced``: the floor adds to the work). Those probe rows
+    are never scored (:func:`run_rows`); the host, not the GPU, sets the time of every call too small to outlast
+    its launch, and hosts differ between machines (Lab 00 shows the committed runs' floors side by side)."""
+    shape = probe_shape(run.results["matmul"])
+    if shape is None:
+        return {}
+    out: dict[str, tuple[float, str]] = {}
+    c = matmul.constants()
+    for r in run.results["matmul"]:
+        a = c.api_for(r["dtype"])
+        if r["status"] != "ok" or (r["m"], r["n"], r["k"]) != shape or a is None:
+            continue
+        t = r["best_s"]
+        if timing == "synced":
+            p = matmul.predict(cat, r["dtype"], *shape, timing="synced", host_floor=(0.0, ""))
+            t = max(0.0, t - kernels.matmul_flop(*shape) / p.rate_flop_per_s)
+        if a.name not in out or t < out[a.name][0]:
+            out[a.name] = (t, f"{a.name}: {t * 1e6:.1f} µs, this run's least time per call at "
+                              f"{shape[0]}×{shape[1]}×{shape[2]} ({r['dtype']}; its probe, never scored)")
+    return out
+
+
 def run_rows(runs=None) -> tuple[Row, ...]:
     """Every successful matmul row of our committed Lab 00 GPU runs on a modelled catalog device (best of the
-    repeats), with the run's best copy/triad bandwidth."""
+    repeats), with the run's best copy/triad bandwidth and its host's floor per call (:func:`host_probe_floors`);
+    the probe shape's rows timed from the host are not rows (they set the floor), its CUDA-graph rows are."""
     from x4lib.harness import runs as hruns
     runs = hruns.load_runs("lab00") if runs is None else runs
     out = []
@@ -113,13 +150,19 @@ def run_rows(runs=None) -> tuple[Row, ...]:
         bw = max((kernels.vector_bytes(x["kernel"], x["elements"], x.get("element_bytes", 4)) / x["best_s"]
                   for x in run.results["memory_bw"] if x["status"] == "ok"), default=None)
         timing = "synced" if run.results.get("method_version", 1) <= 2 else "queued"
+        floors = host_probe_floors(run, cat, timing)
+        probe = probe_shape(run.results["matmul"])
+        c = matmul.constants()
         for r in run.results["matmul"]:
             if r["status"] != "ok":
                 continue
-            out.append(Row(f"ours: {run.run_id}", cat, r["dtype"], r["m"], r["n"], r["k"],
-                           kernels.matmul_flop(r["m"], r["n"], r["k"]) / r["best_s"], timing, True, bw,
-                           f"harness method {run.results.get('method_version')}"))
-            out += _graph_row(run, cat, r, bw, f"harness method {run.results.get('method_version')}")
+            note = f"harness method {run.results.get('method_version')}"
+            if (r["m"], r["n"], r["k"]) != probe:
+                a = c.api_for(r["dtype"])
+                out.append(Row(f"ours: {run.run_id}", cat, r["dtype"], r["m"], r["n"], r["k"],
+                               kernels.matmul_flop(r["m"], r["n"], r["k"]) / r["best_s"], timing, True, bw, note,
+                               floors.get(a.name) if a else None))
+            out += _graph_row(run, cat, r, bw, note)
     return tuple(out)
 
 
@@ -170,7 +213,7 @@ class Scored:
 def score(rows: Iterable[Row]) -> tuple[Scored, ...]:
     out = []
     for r in rows:
-        common = dict(timing=r.timing, memory_bw_Bps=r.memory_bw_Bps)
+        common = dict(timing=r.timing, memory_bw_Bps=r.memory_bw_Bps, host_floor=r.host_floor)
         lodo = matmul.predict(r.device, r.dtype, r.m, r.n, r.k, exclude={r.device}, **common)
         loso = matmul.predict(r.device, r.dtype, r.m, r.n, r.k, exclude_sources={r.source}, **common)
         out.append(Scored(r, lodo, loso))
@@ -181,6 +224,14 @@ def score(rows: Iterable[Row]) -> tuple[Scored, ...]:
 def scored_all() -> tuple[Scored, ...]:
     """Every published sweep row and every row of our committed runs (Lab 00 and the GEMM sweeps), scored."""
     return score(published_rows() + run_rows() + sweep_rows())
+
+
+@functools.lru_cache(maxsize=1)
+def scored_other_hosts() -> tuple[Scored, ...]:
+    """:func:`scored_all` with every row's own host floor dropped: our rows timed from the host then take each
+    timing API's floor from other machines' sweeps (:func:`x4lib.compute.matmul_floors.api_floor`), as a prediction
+    for a host nobody measured must. What a run's own probe is worth."""
+    return score(dataclasses.replace(r, host_floor=None) for r in published_rows() + run_rows() + sweep_rows())
 
 
 def _median_abs(xs) -> float | None:
