@@ -107,3 +107,21 @@ def test_a_host_floor_replaces_the_apis_floor_and_says_where_it_came_from():
     b = p.to_json()["basis"]
     assert b["launch_floor_us"] == pytest.approx(20.0) and b["launch_floor_basis"] == "measured here"
     assert p.bound == "launch"
+
+
+def test_a_sweep_takes_the_probe_floor_of_the_lab00_run_made_on_the_same_machine_just_before():
+    pairs = v.sweep_pairs()
+    if not pairs:
+        pytest.skip("no committed GEMM sweep")
+    rows = v.sweep_rows()
+    for sweep, lab in pairs:
+        mine = [r for r in rows if r.source == f"ours: {sweep.run_id}" and r.timing == "queued"]
+        if lab is None:
+            assert all(r.host_floor is None for r in mine)
+            continue
+        assert lab.device["catalog_id"] == sweep.device["catalog_id"]
+        gap = (v._utc(sweep.results["started_utc"]) - v._utc(lab.results["finished_utc"])).total_seconds()
+        assert -5 <= gap <= v.SAME_MACHINE_GAP_S
+        floors = v.host_probe_floors(lab, lab.device["catalog_id"], "queued")
+        assert mine and all(r.host_floor and r.host_floor[0] in {f[0] for f in floors.values()} for r in mine)
+        assert all(lab.run_id in r.host_floor[1] for r in mine)

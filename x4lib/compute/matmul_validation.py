@@ -176,23 +176,68 @@ def _graph_row(run, cat: str, r: dict, bw: float | None, note: str) -> list[Row]
                 f"{note}, timed as a CUDA graph")]
 
 
-def sweep_rows(runs=None) -> tuple[Row, ...]:
+#: a sweep and a Lab 00 run are one machine's when the sweep starts at most this long after the Lab 00 run finished,
+#: on the same catalog device, driver and PyTorch (the device script runs Lab 00, then the sweep) [s]
+SAME_MACHINE_GAP_S = 600
+
+
+def _utc(text: str):
+    import datetime
+    return datetime.datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+
+def same_machine_lab00(run, lab00_runs=None):
+    """The committed Lab 00 run made on the same machine just before a GEMM sweep (same catalog device, driver and
+    PyTorch; the sweep started at most SAME_MACHINE_GAP_S after it finished), or None."""
+    from x4lib.harness import runs as hruns
+    lab00_runs = hruns.load_runs("lab00") if lab00_runs is None else lab00_runs
+    d = run.device
+
+    def key(x):
+        return (x.get("catalog_id"), (x.get("nvidia_smi") or {}).get("driver_version"), (x.get("env") or {}).get("torch"))
+    out = None
+    for lab in lab00_runs:
+        if lab.device.get("kind") != "gpu" or key(lab.device) != key(d) or not lab.results.get("finished_utc"):
+            continue
+        gap = (_utc(run.results["started_utc"]) - _utc(lab.results["finished_utc"])).total_seconds()
+        if 0 <= gap <= SAME_MACHINE_GAP_S or -5 <= gap < 0:  # clocks read a second apart
+            out = lab
+    return out
+
+
+def sweep_pairs(runs=None) -> list[tuple]:
+    """(sweep run, the Lab 00 run of the same machine or None) for each committed GEMM sweep the model scores."""
+    from x4lib.harness import runs as hruns
+    runs = hruns.load_runs("gemms") if runs is None else runs
+    return [(run, same_machine_lab00(run)) for run, _ in _modelled_gpu_runs(runs)]
+
+
+def sweep_rows(runs=None, lab00_runs=None) -> tuple[Row, ...]:
     """Every successful row of our committed GEMM calibration sweeps (``book/runs/gemms/``: the layer GEMMs of
     Llama 3 8B and 70B at 1 to 8192 tokens, off-grid and short-K shapes), best of the repeats, timed back to back
     (harness 3). The sweep is not used to calibrate anything: all of it is held out. The achievable bandwidth is the
-    model's own (φ × the datasheet), since the sweep times no copy kernel."""
+    model's own (φ × the datasheet), since the sweep times no copy kernel. Where the same machine ran Lab 00 just
+    before (:func:`same_machine_lab00`), the rows timed from the host take that run's probe floor
+    (:func:`host_probe_floors`); otherwise each API's floor from other machines' sweeps."""
     from x4lib.harness import runs as hruns
     runs = hruns.load_runs("gemms") if runs is None else runs
     out = []
+    c = matmul.constants()
     for run, cat in _modelled_gpu_runs(runs):
+        lab = same_machine_lab00(run, lab00_runs)
+        floors = host_probe_floors(lab, cat, "queued") if lab else {}
         for r in run.results["matmul"]:
             if r["status"] != "ok":
                 continue
             what = (f"{r['model']} {r['op']} {r['pass']}, {r['tokens']} tokens" if r["set"] == "model"
                     else "extra shape")
+            a = c.api_for(r["dtype"])
+            floor = floors.get(a.name) if a else None
+            if floor:
+                floor = (floor[0], f"{floor[1].split(' (')[0]} (Lab 00 on the same machine, {lab.run_id}: its probe)")
             out.append(Row(f"ours: {run.run_id}", cat, r["dtype"], r["m"], r["n"], r["k"],
                            kernels.matmul_flop(r["m"], r["n"], r["k"]) / r["best_s"], "queued", True, None,
-                           f"GEMM sweep: {what}"))
+                           f"GEMM sweep: {what}", floor))
             out += _graph_row(run, cat, r, None, f"GEMM sweep: {what}")
     return tuple(out)
 
