@@ -309,3 +309,12 @@ def test_one_thread_driving_eight_a100s_is_host_bound_up_to_1_mib():
             and v.MIN_ROW_B <= r["size (B)"] <= 2**20]
     assert len(rows) == 10 and all(r["split"] == "held out" for r in rows)
     assert all(abs(r["model / measured"] - 1) < 0.10 for r in rows), rows
+
+
+def test_blackwell_launches_24_nvls_channels_on_one_node_and_32_across_nodes():
+    """NCCL 2.27+: NVLS_NCHANNELS_SM100_NVL 24 within one node, NVLS_NCHANNELS_SM100 32 across nodes; Hopper 16."""
+    one = clusters.custom_cluster(1, 8, 900e9, arch="blackwell", nvls=True)
+    two = clusters.custom_cluster(2, 8, 900e9, 8, 50e9, arch="blackwell", nvls=True)
+    hop = clusters.custom_cluster(1, 8, 450e9, arch="hopper", nvls=True)
+    assert (co.launched_channels("nvls", one), co.launched_channels("nvls_tree", two),
+            co.launched_channels("nvls", hop)) == (24, 32, 16)

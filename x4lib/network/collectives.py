@@ -357,9 +357,12 @@ TUNER_CSV_MAX_BYTES = 2**64 - 1
 
 def launched_channels(algorithm: str, cluster: Cluster) -> int:
     """The channels NCCL runs ``algorithm`` with at full size: comm->nChannels for ring and tree (the search's, doubled,
-    nccl_tuner._exec_channels), comm->nvlsChannels for NVLS and NVLS tree (nccl_tuning.yaml nvls_channels)."""
+    nccl_tuner._exec_channels), comm->nvlsChannels for NVLS and NVLS tree (nccl_tuning.yaml nvls_channels, and
+    nvls_channels_one_node within one node: 24 on Blackwell since NCCL 2.27)."""
     if algorithm in ("nvls", "nvls_tree"):
-        return int(nccl_tuner.tuning()["nvls_channels"]["value"].get(cluster.arch, 16))
+        t = nccl_tuner.tuning()
+        one = t["nvls_channels_one_node"]["value"] if cluster.nodes == 1 else {}
+        return int(one.get(cluster.arch, t["nvls_channels"]["value"].get(cluster.arch, 16)))
     return nccl_tuner._exec_channels(cluster, nccl_tuner.graphs(cluster)["ring"])
 
 
