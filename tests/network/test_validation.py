@@ -318,3 +318,15 @@ def test_blackwell_launches_24_nvls_channels_on_one_node_and_32_across_nodes():
     hop = clusters.custom_cluster(1, 8, 450e9, arch="hopper", nvls=True)
     assert (co.launched_channels("nvls", one), co.launched_channels("nvls_tree", two),
             co.launched_channels("nvls", hop)) == (24, 32, 16)
+
+
+def test_a_log_without_small_rows_driven_by_one_thread_takes_the_fitted_floor_per_gpu(monkeypatch):
+    """A -g 8 log that starts at 1 MiB has no floor of its own: it takes the host-fit logs' floor per GPU times 8."""
+    name = "nccl-tests-old_a100-sxm4-40gb-x8_all_reduce_superbench.log"
+    cal = v.calibration()
+    o, c = v._option(name, 2**20)
+    with_floor = v.host_s(name, o, 2**20, cal)
+    monkeypatch.setattr(v, "log_floor_s", lambda n: None)
+    without = v.host_s(name, o, 2**20, cal)
+    assert 4e-6 < v.host_call_s() < 5e-6                       # about 34 µs for eight GPUs, per GPU
+    assert without == pytest.approx(with_floor, rel=0.1)        # the fitted floor stands in for the log's own

@@ -101,12 +101,32 @@ def gpus_per_thread(log) -> int:
 
 def host_s(name: str, option, size_B: int, calib: Calibration) -> float:
     """The host's time for one call of a stored log's run (collectives.host_time_s: its floor, plus the fitted cost
-    of each further channel on each GPU its thread drives); 0 where the log has no rows below MIN_ROW_B."""
+    of each further channel on each GPU its thread drives). A log without rows below MIN_ROW_B has no floor of its
+    own: where one thread drove several GPUs, it takes the host-fit logs' floor per GPU times its GPUs per thread
+    (:func:`host_call_s`); otherwise 0 (the host is not modelled)."""
+    log, cluster = _log(name)
+    g = gpus_per_thread(log)
     floor = log_floor_s(name)
     if floor is None:
-        return 0.0
-    log, cluster = _log(name)
-    return coll.host_time_s(option, size_B, cluster, floor, gpus_per_thread(log), calib.host_channel_s)
+        if g < 2:
+            return 0.0
+        floor = g * host_call_s()
+    return coll.host_time_s(option, size_B, cluster, floor, g, calib.host_channel_s)
+
+
+@functools.lru_cache(maxsize=1)
+def host_call_s() -> float:
+    """The host's time per call and GPU [s] of a run whose thread drives several GPUs: the median over the host-fit
+    logs (public_logs.yaml ``host_fit``) of their floor over their GPUs per thread; 0 without such a log."""
+    from x4lib.catalog import published
+    from x4lib.network import nccl_log
+    xs = []
+    for name in published.host_fit_logs():
+        log = nccl_log.read_path(published.LOG_DIR / name)
+        floor = rows_floor_s(log)
+        if floor is not None:
+            xs.append(floor / gpus_per_thread(log))
+    return statistics.median(xs) if xs else 0.0
 
 
 def host_fit_points(names=None) -> list[tuple[float, float, float, str, int]]:
