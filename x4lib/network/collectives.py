@@ -207,8 +207,8 @@ def host_time_s(option: Option, size_B: float, cluster: Cluster, floor_s: float,
     """The host's time per call [s] when calls are issued back to back: a one-channel call's (``floor_s``, as a
     run measures it) plus ``per_channel_s`` for each further channel the call launches (:func:`call_channels`), on
     each of the ``gpus_per_thread`` GPUs one thread drives in turn. For every call NCCL's host code builds a work
-    item for each channel it launches, copies each channel's work into the work FIFO the kernel reads and posts
-    each channel's proxy operations (src/enqueue.cc, v2.18.1: addCollToPlan 265-350, uploadWork 766-829,
+    item for each channel it launches, copies each channel's work into the work FIFO the kernel reads and walks
+    the channels for proxy operations (src/enqueue.cc, v2.18.1: addCollToPlan 265-350, uploadWork 766-829,
     uploadProxyOps 831-863); a thread that drives g GPUs (nccl-tests' -g g) does that g times per call.
     AllToAll and SendRecv (p2p) keep the floor."""
     if option.algorithm in ("local", "p2p"):
