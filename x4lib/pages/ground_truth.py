@@ -143,16 +143,3 @@ def numbers() -> dict:
         s[f"vp_{k}"] = val
     return s
 
-
-def published_numbers() -> dict:
-    """The planner on the capstone's published runs (x4lib.pages.capstone.validation_rows): runs, hits within ±10
-    MFU points (and how many of them are NVIDIA's recipes), misses either way, the median residual [points], and
-    Llama 3 405B's memory per GPU against the usable memory [GB], the tightest fit."""
-    from x4lib.pages import capstone
-    v = capstone.validation_rows()
-    l405 = next(r for r in v if r["id"] == "llama3-405b-8192-seq8192")
-    return {"n_runs": len(v), "n_within": sum(r["within"] for r in v),
-            "n_within_dgxc": sum(r["within"] for r in v if r["source"] == "nvidia-dgxc-benchmarking"),
-            "n_over": sum(r["residual"] > 10 for r in v), "n_under": sum(r["residual"] < -10 for r in v),
-            "median_residual": sorted(r["residual"] for r in v)[len(v) // 2],
-            "llama405_gb": l405["memory_gb"], "llama405_usable_gb": l405["usable_gb"]}
