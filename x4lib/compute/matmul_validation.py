@@ -114,12 +114,13 @@ def probe_shape(rows) -> tuple[int, int, int] | None:
     return min(ok, key=lambda s: s[0] * s[1] * s[2]) if ok else None
 
 
-def host_probe_floors(run, cat: str, timing: str) -> dict[str, tuple[float, str]]:
+def host_probe_floors(run, cat: str, timing: str, whose: str = "this run's") -> dict[str, tuple[float, str]]:
     """The host's floor per call of each timing API as the run itself measured it: its least time per call at its
     smallest shape (:func:`probe_shape`, 64³ in Lab 00) over the API's dtypes, less the model's own device time for
     that shape where each call waits for a synchronisation (``synced``: the floor adds to the work). Those probe rows
     are never scored (:func:`run_rows`); the host, not the GPU, sets the time of every call too small to outlast
-    its launch, and hosts differ between machines (Lab 00 shows the committed runs' floors side by side)."""
+    its launch, and hosts differ between machines (Lab 00 shows the committed runs' floors side by side).
+    ``whose`` names the run in each floor's basis."""
     shape = probe_shape(run.results["matmul"])
     if shape is None:
         return {}
@@ -134,7 +135,7 @@ def host_probe_floors(run, cat: str, timing: str) -> dict[str, tuple[float, str]
             p = matmul.predict(cat, r["dtype"], *shape, timing="synced", host_floor=(0.0, ""))
             t = max(0.0, t - kernels.matmul_flop(*shape) / p.rate_flop_per_s)
         if a.name not in out or t < out[a.name][0]:
-            out[a.name] = (t, f"{a.name}: {t * 1e6:.1f} µs, this run's least time per call at "
+            out[a.name] = (t, f"{a.name}: {t * 1e6:.1f} µs, {whose} least time per call at "
                               f"{shape[0]}×{shape[1]}×{shape[2]} ({r['dtype']}; its probe, never scored)")
     return out
 
@@ -146,13 +147,13 @@ def run_rows(runs=None) -> tuple[Row, ...]:
     from x4lib.harness import runs as hruns
     runs = hruns.load_runs("lab00") if runs is None else runs
     out = []
+    c = matmul.constants()
     for run, cat in _modelled_gpu_runs(runs):
         bw = max((kernels.vector_bytes(x["kernel"], x["elements"], x.get("element_bytes", 4)) / x["best_s"]
                   for x in run.results["memory_bw"] if x["status"] == "ok"), default=None)
         timing = "synced" if run.results.get("method_version", 1) <= 2 else "queued"
         floors = host_probe_floors(run, cat, timing)
         probe = probe_shape(run.results["matmul"])
-        c = matmul.constants()
         for r in run.results["matmul"]:
             if r["status"] != "ok":
                 continue
@@ -200,7 +201,7 @@ def same_machine_lab00(run, lab00_runs=None):
         if lab.device.get("kind") != "gpu" or key(lab.device) != key(d) or not lab.results.get("finished_utc"):
             continue
         gap = (_utc(run.results["started_utc"]) - _utc(lab.results["finished_utc"])).total_seconds()
-        if 0 <= gap <= SAME_MACHINE_GAP_S or -5 <= gap < 0:  # clocks read a second apart
+        if -5 <= gap <= SAME_MACHINE_GAP_S:  # -5: the two clocks are read a second or so apart
             out = lab
     return out
 
@@ -209,7 +210,8 @@ def sweep_pairs(runs=None) -> list[tuple]:
     """(sweep run, the Lab 00 run of the same machine or None) for each committed GEMM sweep the model scores."""
     from x4lib.harness import runs as hruns
     runs = hruns.load_runs("gemms") if runs is None else runs
-    return [(run, same_machine_lab00(run)) for run, _ in _modelled_gpu_runs(runs)]
+    lab00_runs = hruns.load_runs("lab00")
+    return [(run, same_machine_lab00(run, lab00_runs)) for run, _ in _modelled_gpu_runs(runs)]
 
 
 def sweep_rows(runs=None, lab00_runs=None) -> tuple[Row, ...]:
@@ -221,11 +223,12 @@ def sweep_rows(runs=None, lab00_runs=None) -> tuple[Row, ...]:
     (:func:`host_probe_floors`); otherwise each API's floor from other machines' sweeps."""
     from x4lib.harness import runs as hruns
     runs = hruns.load_runs("gemms") if runs is None else runs
+    lab00_runs = hruns.load_runs("lab00") if lab00_runs is None else lab00_runs
     out = []
     c = matmul.constants()
     for run, cat in _modelled_gpu_runs(runs):
         lab = same_machine_lab00(run, lab00_runs)
-        floors = host_probe_floors(lab, cat, "queued") if lab else {}
+        floors = host_probe_floors(lab, cat, "queued", f"Lab 00 on the same machine ({lab.run_id}):") if lab else {}
         for r in run.results["matmul"]:
             if r["status"] != "ok":
                 continue
@@ -233,8 +236,6 @@ def sweep_rows(runs=None, lab00_runs=None) -> tuple[Row, ...]:
                     else "extra shape")
             a = c.api_for(r["dtype"])
             floor = floors.get(a.name) if a else None
-            if floor:
-                floor = (floor[0], f"{floor[1].split(' (')[0]} (Lab 00 on the same machine, {lab.run_id}: its probe)")
             out.append(Row(f"ours: {run.run_id}", cat, r["dtype"], r["m"], r["n"], r["k"],
                            kernels.matmul_flop(r["m"], r["n"], r["k"]) / r["best_s"], "queued", True, None,
                            f"GEMM sweep: {what}", floor))

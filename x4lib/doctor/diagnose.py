@@ -413,14 +413,14 @@ def _one_thread_many_gpus(log, L: Lines, nodes, cat: str | None) -> list[Finding
     further channel on each GPU)."""
     from x4lib.catalog import specs
     from x4lib.network import clusters, collectives, nccl_tuner, sizes, validation
-    g = log.gpus_per_thread or 1
-    floor = validation.rows_floor_s(log)
+    g = validation.gpus_per_thread(log)
+    own_floor = validation.rows_floor_s(log)
     rows = [r for r in log.rows if validation.MIN_ROW_B <= r.size_B <= 2**20 and r.out_of_place
             and r.out_of_place.time_us]
     if g < 2 or not rows:
         return []
-    if floor is None:
-        floor = g * validation.host_call_s()
+    floor = validation.host_floor_s(log, own_floor)
+    if own_floor is None:
         own = (f"nGpus {g} per thread; no call below {sizes.label(validation.MIN_ROW_B)} in the log, so the floor is "
                f"{g} × {floor / g * 1e6:.1f} µs, the stored one-thread runs' floor per GPU")
     else:

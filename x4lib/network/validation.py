@@ -99,19 +99,32 @@ def gpus_per_thread(log) -> int:
     return log.gpus_per_thread or 1
 
 
-def host_s(name: str, option, size_B: int, calib: Calibration) -> float:
-    """The host's time for one call of a stored log's run (collectives.host_time_s: its floor, plus the fitted cost
-    of each further channel on each GPU its thread drives). A log without rows below MIN_ROW_B has no floor of its
-    own: where one thread drove several GPUs, it takes the host-fit logs' floor per GPU times its GPUs per thread
-    (:func:`host_call_s`); otherwise 0 (the host is not modelled)."""
-    log, cluster = _log(name)
+def host_floor_s(log, own: float | None) -> float | None:
+    """A run's host time for a one-channel call [s]: ``own``, its least time below MIN_ROW_B, where it has such
+    rows; else, where one thread drove several GPUs, the host-fit logs' floor per GPU times its GPUs per thread
+    (:func:`host_call_s`); else None (the host is not modelled)."""
+    if own is not None:
+        return own
     g = gpus_per_thread(log)
-    floor = log_floor_s(name)
+    return g * host_call_s() if g >= 2 else None
+
+
+def host_s(name: str, option, size_B: int, calib: Calibration) -> float:
+    """The host's time for one call of a stored log's run (collectives.host_time_s: its floor, :func:`host_floor_s`,
+    plus the fitted cost of each further channel on each GPU its thread drives); 0 where the host is not
+    modelled."""
+    log, cluster = _log(name)
+    floor = host_floor_s(log, log_floor_s(name))
     if floor is None:
-        if g < 2:
-            return 0.0
-        floor = g * host_call_s()
-    return coll.host_time_s(option, size_B, cluster, floor, g, calib.host_channel_s)
+        return 0.0
+    return coll.host_time_s(option, size_B, cluster, floor, gpus_per_thread(log), calib.host_channel_s)
+
+
+@functools.lru_cache(maxsize=None)
+def _host_fit_log(name: str):
+    from x4lib.catalog import published
+    from x4lib.network import nccl_log
+    return nccl_log.read_path(published.LOG_DIR / name)
 
 
 @functools.lru_cache(maxsize=1)
@@ -119,10 +132,9 @@ def host_call_s() -> float:
     """The host's time per call and GPU [s] of a run whose thread drives several GPUs: the median over the host-fit
     logs (public_logs.yaml ``host_fit``) of their floor over their GPUs per thread; 0 without such a log."""
     from x4lib.catalog import published
-    from x4lib.network import nccl_log
     xs = []
     for name in published.host_fit_logs():
-        log = nccl_log.read_path(published.LOG_DIR / name)
+        log = _host_fit_log(name)
         floor = rows_floor_s(log)
         if floor is not None:
             xs.append(floor / gpus_per_thread(log))
@@ -135,12 +147,11 @@ def host_fit_points(names=None) -> list[tuple[float, float, float, str, int]]:
     for rows from MIN_ROW_B where NCCL's own estimate of the call (its chosen pair, the run's NCCL version) is below
     the log's floor, i.e. where the GPU's work hides under the host's and the call's time is the host's."""
     from x4lib.catalog import published
-    from x4lib.network import nccl_log
     host_logs = published.host_fit_logs()
     out = []
     for name in (host_logs if names is None else names):
         e = host_logs[name]
-        log = nccl_log.read_path(published.LOG_DIR / name)
+        log = _host_fit_log(name)
         _, cluster = _log(e["same_run_as"])
         floor, g = rows_floor_s(log), gpus_per_thread(log)
         version = log_version(_logs()[e["same_run_as"]])
