@@ -330,3 +330,57 @@ def test_a_log_without_small_rows_driven_by_one_thread_takes_the_fitted_floor_pe
     without = v.host_s(name, o, 2**20, cal)
     assert 4e-6 < v.host_call_s() < 5e-6                       # about 34 µs for eight GPUs, per GPU
     assert without == pytest.approx(with_floor, rel=0.1)        # the fitted floor stands in for the log's own
+
+
+# --- the ring's channels across nodes ----------------------------------------------------------------------------
+
+def test_a_runs_nccl_min_ctas_is_read_from_its_env_and_raises_the_launched_channels():
+    from x4lib.catalog import published
+    assert published.min_channels("NCCL_ALGO=Ring, NCCL_MIN_CTAS=24, NCCL_IB_QPS_PER_CONNECTION=2") == 24
+    assert published.min_channels("NCCL_MIN_NCHANNELS=32 NCCL_MIN_CTAS=8") == 32
+    assert published.min_channels("default") == 0 and published.min_channels("NCCL_MAX_CTAS=4") == 0
+    more = clusters.custom_cluster(8, 8, 450e9, 8, 50e9, nvls=True, min_channels=24)
+    assert co.launched_channels("ring", H100_8N) == 16 and co.launched_channels("ring", more) == 24
+    assert co.launched_channels("nvls_tree", more) == 24
+    # NCCL's tuner prices the graph's channels, so its estimate (and so its choice) does not change
+    assert _opt(more, "2.26.2", "ring/Simple").time_s == _opt(H100_8N, "2.26.2", "ring/Simple").time_s
+    with pytest.raises(ValueError, match="min_channels"):
+        clusters.custom_cluster(8, 8, 450e9, 8, 50e9, min_channels=65)
+
+
+def test_a_ring_channel_across_nodes_carries_at_most_the_calibrations_rate():
+    o = _opt(H100_8N, "2.26.2", "ring/Simple", 2**33)
+    cal = Calibration({}, {}, ring_channel_Bps=20e9)
+    bus = 2**33 * 2 * 63 / 64
+    assert co.ring_channel_time_s(o, 2**33, H100_8N, per_channel_Bps=20e9) == pytest.approx(bus / (16 * 20e9))
+    # 16 channels x 20 GB/s = 320 GB/s is below the NICs' 400: the channels bind
+    assert co.achieved_time_s(o, 2**33, H100_8N, cal) == pytest.approx(o.latency_s + bus / 320e9)
+    # 24 channels would carry 480 GB/s: NCCL's own (NIC) bandwidth term binds again
+    more = clusters.custom_cluster(8, 8, 450e9, 8, 50e9, nvls=True, min_channels=24)
+    assert co.achieved_time_s(o, 2**33, more, cal) == pytest.approx(o.time_s)
+    # one node, other pairs, or no rate: no limit
+    one = clusters.custom_cluster(1, 8, 450e9)
+    o1 = {f"{x.algorithm}/{x.protocol}": x for x in nccl_tuner.options("all_reduce", 2**30, one)}["ring/Simple"]
+    assert co.ring_channel_time_s(o1, 2**30, one, per_channel_Bps=20e9) == 0.0
+    assert co.ring_channel_time_s(o, 2**33, H100_8N, per_channel_Bps=0.0) == 0.0
+
+
+def test_the_ring_channel_rate_is_fitted_on_fit_logs_and_predicts_the_held_out_runs_of_the_same_cluster():
+    cal = v.calibration()
+    assert 10e9 < cal.ring_channel_Bps < 30e9
+    assert v.fit(ring_channel=False).ring_channel_Bps == 0.0
+    # without the 8-node default run (the only fit log whose ring is channel-bound) nothing fixes a rate
+    others = tuple(n for n in v.fit_names() if not n.endswith("x64_8node_all_reduce_nccltests309-gjaion.log"))
+    assert v.fit_ring_channel_rate(others) == 0.0
+
+    def ring_median(calib, suffix):
+        import statistics
+        rows = [r["model / measured"] for r in v.row_scores(calib) if r["file"].endswith(suffix)
+                and r["pair"] == "ring/Simple"]
+        assert len(rows) >= 4
+        return statistics.median(rows)
+    four = "x32_4node_all_reduce_nccltests309-gjaion.log"  # held out, default channels
+    ctas = "x64_8node_all_reduce_nccltests309-gjaion-minctas24.log"  # held out, NCCL_MIN_CTAS=24
+    assert ring_median(v.fit(ring_channel=False), four) > 1.10
+    assert abs(ring_median(cal, four) - 1) < 0.05
+    assert abs(ring_median(cal, ctas) - 1) < 0.10

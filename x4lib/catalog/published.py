@@ -9,6 +9,8 @@ Used in: book/lab-00-roofline.md, book/lab-01-collectives.md.
 """
 from __future__ import annotations
 
+import re
+
 import functools
 from pathlib import Path
 from x4lib import paths
@@ -97,5 +99,16 @@ def log_cluster(name: str):
     cluster = clusters.custom_cluster(
         c["nodes"], c["gpus_per_node"], line, c.get("nics_per_node", 0), c.get("nic_gbit_s", 0) * 1e9 / 8,
         arch=clusters.arch_of(c["device"], name), cpu=c["cpu"], nvls=c["nvls"],
-        network=c.get("network", "infiniband"), cluster_id=name)
+        network=c.get("network", "infiniband"), cluster_id=name, min_channels=min_channels(entry["env"]))
     return cluster
+
+
+#: an NCCL variable that sets the fewest channels, as a log's ``env`` states it (KEY=VALUE, whole numbers)
+_MIN_CHANNELS_RE = re.compile(r"\bNCCL_MIN_(?:CTAS|NCHANNELS|NRINGS)\s*=\s*(\d{1,4})\b")
+
+
+def min_channels(env: str) -> int:
+    """The fewest channels a run asked NCCL for (the largest of NCCL_MIN_CTAS, NCCL_MIN_NCHANNELS and the older
+    NCCL_MIN_NRINGS in a log's ``env`` text; connect.cc 484 takes the larger of the variable and the config's
+    minCTAs), 0 where none is set."""
+    return max((int(m) for m in _MIN_CHANNELS_RE.findall(env or "")), default=0)

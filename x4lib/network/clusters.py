@@ -54,7 +54,9 @@ class Link:
 class Cluster:
     """n nodes × g GPUs of architecture ``arch`` (NCCL's compute-capability class: ampere, hopper, blackwell): an
     intra-node link per GPU, and k NICs per node on the network; ``cpu`` (intel or amd) selects NCCL's CPU-dependent
-    constants on several nodes."""
+    constants on several nodes. ``min_channels``: the channels a run asks NCCL for at least (NCCL_MIN_CTAS or
+    NCCL_MIN_NCHANNELS, 0: NCCL's own count), which raise the channels NCCL launches (connect.cc 484, nvls.cc 178
+    in v2.26.2) but not the graph its tuner prices (tuning.cc prices graph channels)."""
     id: str
     name: str
     nodes: int
@@ -66,6 +68,7 @@ class Cluster:
     cpu: str = "intel"
     device: str | None = None
     sources: Mapping = dataclasses.field(default_factory=lambda: MappingProxyType({}))  # field -> {value, unit, source, accessed, note} as in the data file
+    min_channels: int = 0
 
     @property
     def n_ranks(self) -> int:
@@ -81,6 +84,8 @@ class Cluster:
 _ALLOWED_UNITS = {"bw": ("GB/s", "Gb/s"), "efficiency": ("1",), "latency": ("us",), "count": ("count",)}
 #: NCCL's compute-capability classes the model has constants for (x4lib/data/nccl_tuning.yaml)
 ARCHES = ("ampere", "hopper", "blackwell")
+#: NCCL's MAXCHANNELS (src/include/device.h: 64 since 2.12); NCCL_MIN_CTAS above it is cut to it (init.cc 1517)
+MAX_CHANNELS = 64
 
 
 
@@ -202,10 +207,11 @@ def get(cluster_id: str) -> Cluster:
 def custom_cluster(nodes: int, gpus_per_node: int, intra_Bps: float, nics_per_node: int = 0,
                    nic_Bps: float = 0.0, *, intra_kind: str = "nvlink", arch: str = "hopper", cpu: str = "intel",
                    intra_efficiency: float | None = None, nic_efficiency: float | None = None, nvls: bool = False,
-                   ib_sharp: bool = False, network: str = "infiniband", cluster_id: str = "custom") -> Cluster:
+                   ib_sharp: bool = False, network: str = "infiniband", cluster_id: str = "custom",
+                   min_channels: int = 0) -> Cluster:
     """A cluster from plain numbers (SI: B/s per direction per GPU and per NIC). ``arch`` is NCCL's architecture
-    class (ampere, hopper, blackwell); efficiencies, when given, replace NCCL's own fraction of line rate. Raises
-    ValueError for impossible values."""
+    class (ampere, hopper, blackwell); efficiencies, when given, replace NCCL's own fraction of line rate;
+    ``min_channels``: NCCL_MIN_CTAS as the run sets it (0: unset). Raises ValueError for impossible values."""
     if int(nodes) != nodes or nodes < 1 or int(gpus_per_node) != gpus_per_node or gpus_per_node < 1:
         raise ValueError(f"nodes and gpus_per_node must be whole numbers >= 1, got {nodes} and {gpus_per_node}")
     if intra_Bps <= 0:
@@ -216,6 +222,8 @@ def custom_cluster(nodes: int, gpus_per_node: int, intra_Bps: float, nics_per_no
         raise ValueError(f"unknown architecture {arch!r}; use one of: {', '.join(ARCHES)}")
     if intra_kind not in ("nvlink", "pcie"):
         raise ValueError(f"intra-node link kind {intra_kind!r}: use nvlink or pcie")
+    if int(min_channels) != min_channels or not 0 <= min_channels <= MAX_CHANNELS:
+        raise ValueError(f"min_channels must be a whole number from 0 to {MAX_CHANNELS}, got {min_channels}")
     for label, eff in (("intra", intra_efficiency), ("nic", nic_efficiency)):
         if eff is not None and not 0 < eff <= 1:
             raise ValueError(f"{label} efficiency is a fraction of line rate in (0, 1], got {eff}")
@@ -227,7 +235,7 @@ def custom_cluster(nodes: int, gpus_per_node: int, intra_Bps: float, nics_per_no
                    in_network=ib_sharp, in_network_kind="IB SHARP" if ib_sharp else "", network=network)
     return Cluster(id=cluster_id, name=f"{nodes} x {gpus_per_node} GPUs (custom)", nodes=int(nodes),
                    gpus_per_node=int(gpus_per_node), intra=intra, nic=nic, nics_per_node=int(nics_per_node or 0),
-                   arch=arch, cpu=cpu)
+                   arch=arch, cpu=cpu, min_channels=int(min_channels))
 
 
 def with_in_network(cluster: Cluster, nvls: bool | None = None, ib_sharp: bool | None = None) -> Cluster:

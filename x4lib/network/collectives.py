@@ -174,13 +174,16 @@ class Calibration:
     NCCL's own price (0 s, 1.0). ``loop_s``: for the pairs whose kernel loops over chunks NCCL sizes by the call
     (NVLS on one node: :func:`chunk_loops`), the cost of one loop [s], fitted beside the other two. ``fitted_on``
     names the logs. ``host_channel_s``: the host's time per launched channel beyond the first, on each GPU a
-    thread drives (:func:`host_time_s`), fitted on ``host_fitted_on``."""
+    thread drives (:func:`host_time_s`), fitted on ``host_fitted_on``. ``ring_channel_Bps``: the most one launched
+    channel of Ring/Simple across nodes carries on the network [B/s] (:func:`ring_channel_time_s`; 0: no cap),
+    fitted beside the ring's Δ and η on the fit logs."""
     extra_latency_s: Mapping[str, float]
     efficiency: Mapping[str, float]
     fitted_on: tuple[str, ...] = ()
     loop_s: Mapping[str, float] = dataclasses.field(default_factory=lambda: MappingProxyType({}))
     host_channel_s: float = 0.0
     host_fitted_on: tuple[str, ...] = ()
+    ring_channel_Bps: float = 0.0
 
 
 def chunk_loops(option: Option, size_B: float, cluster: Cluster) -> int:
@@ -217,6 +220,22 @@ def host_time_s(option: Option, size_B: float, cluster: Cluster, floor_s: float,
     return floor_s + extra * max(1, int(gpus_per_thread)) * per_channel_s
 
 
+def ring_channel_time_s(option: Option, size_B: float, cluster: Cluster, collective: str = "all_reduce",
+                        per_channel_Bps: float = 0.0) -> float:
+    """The least time [s] Ring/Simple across nodes needs when each channel it launches (:func:`call_channels`)
+    carries at most ``per_channel_Bps`` across the network: a ring link carries the collective's bus bytes (size ×
+    nccl-tests' busbw factor), split over the channels, so busbw <= channels × per-channel rate. A channel is one
+    CTA and one connection per peer; it alternates between moving data and waiting (flushes, synchronisation),
+    which is why NCCL gives a NIC two channels ("Having two channels per NIC makes the NIC utilization closer to
+    peak", nccl-issue-438). With NCCL's 16 channels on eight 400 Gb/s NICs a channel would have to carry 25 GB/s;
+    NCCL_MIN_CTAS=24 gives the NIC a third. 0 for every other pair, one node, or no rate."""
+    if (option.algorithm != "ring" or option.protocol != "Simple" or cluster.nodes < 2 or per_channel_Bps <= 0
+            or collective not in nccl_tests.COLLECTIVES):
+        return 0.0
+    bus_B = float(size_B) * nccl_tests.busbw_factor(collective, cluster.n_ranks)
+    return bus_B / (call_channels(option, size_B, cluster) * per_channel_Bps)
+
+
 def calibration_key(option: Option, cluster: Cluster) -> str:
     """"algorithm/protocol@N1|N2|N4": NCCL's scale columns (one node, two nodes, more than two)."""
     return f"{option.algorithm}/{option.protocol}@{'N1' if cluster.nodes == 1 else 'N2' if cluster.nodes == 2 else 'N4'}"
@@ -243,8 +262,9 @@ def achieved_time_s(option: Option, size_B: float, cluster: Cluster, calibration
     NCCL's bandwidth term at the channels the launch keeps (nccl_tuner.launch_channels) over the calibration's
     efficiency. NVLS tree's bandwidth term is that of the rule in ACHIEVED_NVLS_TREE_RULE, whatever version chose
     it (the stored 2-, 4- and 8-node H100 logs: nccl_tuning.yaml version_bands). NVLS on one node adds the
-    calibration's cost per loop for each loop its channels run (chunk_loops). Without a calibration: NCCL's own
-    estimate (option.time_s)."""
+    calibration's cost per loop for each loop its channels run (chunk_loops). Ring/Simple across nodes takes at
+    least the time its launched channels need at the calibration's rate per channel (ring_channel_time_s).
+    Without a calibration: NCCL's own estimate (option.time_s)."""
     if calibration is None or option.algorithm in ("local", "p2p"):
         return option.time_s
     key = _calibrated_key(calibration, option, cluster)
@@ -256,6 +276,7 @@ def achieved_time_s(option: Option, size_B: float, cluster: Cluster, calibration
         bw_term = same[0].time_s - same[0].latency_s if same else bw_term
     nc = nccl_tuner.launch_channels(option.algorithm, option.protocol, size_B, option.channels, cluster.n_ranks)
     bw_term *= option.channels / max(1, nc)
+    bw_term = max(bw_term, ring_channel_time_s(option, size_B, cluster, collective, calibration.ring_channel_Bps))
     reported = nccl_tuner.plugin_latency_us(cluster)
     plugin_s = option.plugin_latency_s * (nccl_tuner.achieved_plugin_latency_us(cluster) / reported if reported else 1)
     return (option.latency_s - option.plugin_latency_s + plugin_s + calibration.extra_latency_s.get(key, 0.0)
@@ -358,11 +379,12 @@ TUNER_CSV_MAX_BYTES = 2**64 - 1
 def launched_channels(algorithm: str, cluster: Cluster) -> int:
     """The channels NCCL runs ``algorithm`` with at full size: comm->nChannels for ring and tree (the search's, doubled,
     nccl_tuner._exec_channels), comm->nvlsChannels for NVLS and NVLS tree (nccl_tuning.yaml nvls_channels, and
-    nvls_channels_one_node within one node: 24 on Blackwell since NCCL 2.27)."""
+    nvls_channels_one_node within one node: 24 on Blackwell since NCCL 2.27); either raised to the run's
+    NCCL_MIN_CTAS (``cluster.min_channels``; nvls.cc 178 in v2.26.2)."""
     if algorithm in ("nvls", "nvls_tree"):
         t = nccl_tuner.tuning()
         one = t["nvls_channels_one_node"]["value"] if cluster.nodes == 1 else {}
-        return int(one.get(cluster.arch, t["nvls_channels"]["value"].get(cluster.arch, 16)))
+        return max(cluster.min_channels, int(one.get(cluster.arch, t["nvls_channels"]["value"].get(cluster.arch, 16))))
     return nccl_tuner._exec_channels(cluster, nccl_tuner.graphs(cluster)["ring"])
 
 

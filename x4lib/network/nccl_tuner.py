@@ -225,11 +225,13 @@ def graphs(c: Cluster) -> dict[str, Graph]:
 
 def _exec_channels(c: Cluster, ring: Graph) -> int:
     """Execution channels: the search's, doubled (connect.cc line 460), doubled again on Hopper and later across
-    nodes when under 16 with ring bwIntra > 45 GB/s (lines 480-483). Only NCCL's Ring/Simple plateau uses it."""
+    nodes when under 16 with ring bwIntra > 45 GB/s (lines 480-483), then raised to the run's NCCL_MIN_CTAS
+    (``c.min_channels``, line 484 in v2.26.2: copies of the same rings). NCCL's tuner prices the search's channels
+    (its Ring/Simple plateau test uses these); the launch runs these."""
     n = min(64, 2 * ring.channels)
     if _cc(c) >= 9.0 and c.nodes > 1 and ring.bw_intra_GBps > 45.0 and n < 16:
         n *= 2
-    return n
+    return max(n, min(64, c.min_channels))
 
 
 @dataclasses.dataclass(frozen=True)

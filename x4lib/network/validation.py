@@ -209,16 +209,19 @@ def is_fit_row(name: str, pair: str, calib: Calibration) -> bool:
     return name in calib.fitted_on and (pairs is None or pair in pairs)
 
 
-def fit(names: list[str] | tuple[str, ...] | None = None) -> Calibration:
+def fit(names: list[str] | tuple[str, ...] | None = None, ring_channel: bool = True) -> Calibration:
     """Per chosen "algorithm/protocol": extra fixed cost Δ [s] and efficiency η, minimising the relative error of
     t = NCCL latency + Δ + (NCCL bandwidth term at the launched channels) / η (+ λ per chunk loop where the kernel
     loops over chunks NCCL sizes by the call: collectives.chunk_loops) over the rows of ``names`` (default:
     fit_names(); a log's ``fit_pairs`` limit which of its rows) where NCCL picks that pair; a first fit's rows off
     by more than OUTLIER_REL are dropped and the pair refitted; Δ and λ are kept >= 0 (refit without them
-    otherwise). Pairs with fewer than MIN_FIT_ROWS rows keep NCCL's price."""
+    otherwise). Pairs with fewer than MIN_FIT_ROWS rows keep NCCL's price. The ring's rate per channel across
+    nodes is fitted first (:func:`fit_ring_channel_rate`; ``ring_channel=False``: no such limit, the model before
+    it, which Lab 01 shows beside it)."""
     names = tuple(fit_names() if names is None else names)
     pts: dict[str, list[tuple[float, float, float, int]]] = {}
-    one = Calibration({}, {})  # Δ = 0, η = 1: the bandwidth term alone
+    rate = fit_ring_channel_rate(names) if ring_channel else 0.0
+    one = Calibration({}, {}, ring_channel_Bps=rate)  # Δ = 0, η = 1: the bandwidth term alone
     for name in names:
         pairs = fit_pairs(name)
         for r in _rows(name):
@@ -242,7 +245,58 @@ def fit(names: list[str] | tuple[str, ...] | None = None) -> Calibration:
         if lam:
             loop[key] = lam
     host, host_names = fit_host_channel()
-    return Calibration(MappingProxyType(extra), MappingProxyType(eff), names, MappingProxyType(loop), host, host_names)
+    return Calibration(MappingProxyType(extra), MappingProxyType(eff), names, MappingProxyType(loop), host, host_names,
+                       rate)
+
+
+#: the per-channel rates [B/s] the ring's fit tries: 5 to 60 GB/s by 0.1 GB/s (a channel of 5 GB/s would leave a
+#: 400 Gb/s NIC at a fifth with two channels; 60 GB/s is above any single NIC the logs have)
+RING_CHANNEL_GRID_BPS = tuple(x * 1e8 for x in range(50, 601))
+
+
+def ring_channel_points(names) -> dict[str, list[tuple[float, float, float, float]]]:
+    """The Ring/Simple rows across nodes of ``names`` where NCCL picks that pair, per calibration key ("@N2", "@N4"):
+    (NCCL latency, NCCL's bandwidth term at the launched channels, measured time, the time at 1 B/s per channel)."""
+    pts: dict[str, list[tuple[float, float, float, float]]] = {}
+    one = Calibration({}, {})
+    for name in names:
+        pairs = fit_pairs(name)
+        for r in _rows(name):
+            o, c = _option(name, r.size_B)
+            if (o.algorithm, o.protocol) != ("ring", "Simple") or c.nodes < 2 or \
+                    (pairs is not None and "ring/Simple" not in pairs):
+                continue
+            x = coll.achieved_time_s(o, r.size_B, c, one) - o.latency_s
+            pts.setdefault(coll.calibration_key(o, c), []).append(
+                (o.latency_s, x, measured_s(r), coll.ring_channel_time_s(o, r.size_B, c, per_channel_Bps=1.0)))
+    return pts
+
+
+def fit_ring_channel_rate(names) -> float:
+    """The rate per channel [B/s] of Ring/Simple across nodes (collectives.ring_channel_time_s) that lets the
+    ring's Δ and η (refitted at each rate of RING_CHANNEL_GRID_BPS, per scale) fit the rows of ``names`` best: the
+    least sum of squared relative residuals. 0 (no cap) where no rate does better than none, or no such rows. The
+    rows where the cap binds fix the rate; the rows of runs that reach the NIC's rate fix η."""
+    import numpy as np
+    pts = ring_channel_points(names)
+    if not pts:
+        return 0.0
+
+    def cost(rate: float) -> float:
+        total = 0.0
+        for p in pts.values():
+            q = [(lat, max(x, cap / rate) if rate else x, y, 0) for lat, x, y, cap in p]
+            d, k, lam = _fit_pair(q)
+            if d is None:
+                continue
+            total += sum(((lat + d + k * x) / y - 1) ** 2 for lat, x, y, _ in q)
+        return total
+    best, best_cost = 0.0, cost(0.0)
+    for rate in RING_CHANNEL_GRID_BPS:
+        c = cost(rate)
+        if c < best_cost * (1 - 1e-9):
+            best, best_cost = rate, c
+    return float(np.round(best, 3))
 
 
 def _fit_pair(p):
@@ -393,11 +447,14 @@ def target_summary(rows: list[dict] | None = None) -> dict:
 
 def calibration_rows(calib: Calibration | None = None) -> list[dict]:
     """The fitted constants, display units: pair and scale, extra fixed cost (µs), efficiency, cost per chunk loop
-    (µs; None for the pairs without one)."""
+    (µs; None for the pairs without one), most per channel on the network (GB/s; Ring/Simple across nodes, None
+    elsewhere)."""
     calib = calibration() if calib is None else calib
+    per_channel = calib.ring_channel_Bps / 1e9 if calib.ring_channel_Bps else None
     return [{"algorithm/protocol@scale": k, "extra fixed cost (µs)": calib.extra_latency_s[k] * 1e6,
              "bandwidth efficiency": calib.efficiency[k],
-             "cost per loop (µs)": calib.loop_s[k] * 1e6 if k in calib.loop_s else None}
+             "cost per loop (µs)": calib.loop_s[k] * 1e6 if k in calib.loop_s else None,
+             "most per channel (GB/s)": per_channel if k in ("ring/Simple@N2", "ring/Simple@N4") else None}
             for k in sorted(calib.extra_latency_s)]
 
 

@@ -42,7 +42,8 @@ def calibration_table(calib=None):
         "algorithm/protocol@scale": "algorithm/protocol@scale (N1: one node, N2: two, N4: more)",
         "extra fixed cost (µs)": Col("extra fixed cost", "µs", "{:,.1f}"),
         "bandwidth efficiency": Col("efficiency of NCCL's bandwidth", fmt="{:.2f}"),
-        "cost per loop (µs)": Col("cost per chunk loop (NVLS, one node)", "µs", "{:,.1f}")})
+        "cost per loop (µs)": Col("cost per chunk loop (NVLS, one node)", "µs", "{:,.1f}"),
+        "most per channel (GB/s)": Col("most per ring channel (across nodes)", "GB/s", "{:.1f}")})
 
 
 def cluster_validation_table(calib=None):
