@@ -384,3 +384,11 @@ def test_the_ring_channel_rate_is_fitted_on_fit_logs_and_predicts_the_held_out_r
     assert ring_median(v.fit(ring_channel=False), four) > 1.10
     assert abs(ring_median(cal, four) - 1) < 0.05
     assert abs(ring_median(cal, ctas) - 1) < 0.10
+
+
+def test_the_eks_runs_large_rows_are_not_at_a_steady_rate_and_the_others_are():
+    from x4lib.catalog import published
+    growth = {n: v.least_doubling_growth(n) for n, e in published.public_logs().items() if e["status"] == "use"}
+    eks = next(n for n in growth if n.endswith("awsome-p5-eks.log"))
+    assert growth[eks] < 1.3
+    assert min(g for n, g in growth.items() if n != eks and g is not None) > 1.4

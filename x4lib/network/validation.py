@@ -352,6 +352,15 @@ def row_scores(calib: Calibration | None = None) -> list[dict]:
     return out
 
 
+def least_doubling_growth(name: str, from_B: int = 2**27) -> float | None:
+    """The least ratio of measured times between two rows of a log from ``from_B`` where the size doubles; None
+    where it has no such pair. Where the bandwidth term dominates, a doubling of the bytes nearly doubles the time;
+    a ratio near 1 says the smaller row was not at the run's steady rate."""
+    rows = [r for r in _rows(name) if r.size_B >= from_B]
+    ratios = [measured_s(b) / measured_s(a) for a, b in zip(rows, rows[1:]) if b.size_B == 2 * a.size_B]
+    return min(ratios) if ratios else None
+
+
 def short_name(name: str) -> str:
     """A log's name for a table cell: GPU, ranks, nodes and source (the file name without tool and collective)."""
     stem = name.removesuffix(".log").split("_")
