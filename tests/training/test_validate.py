@@ -19,6 +19,7 @@ def report():
 def test_loader_reads_every_source_with_its_published_count():
     # vTrain's two CSVs (109 and 1,440 rows), Table 5's eight, the Playbook's runs with metrics, the 17 published
     counts = {s: len(gt.rows(s)) for s in gt.SOURCES}
+    assert counts.pop("single-gpu") >= 6  # this book's Lab 02 GPU runs (more as runs are committed)
     assert counts == {"vtrain-multi": 109, "vtrain-single": 1440, "korthikanti": 8, "playbook": 1758,
                       "published": 17}
     assert len({r.group for r in gt.rows("playbook")}) == 26
@@ -109,10 +110,11 @@ def test_the_fit_never_sees_the_source_it_scores(monkeypatch, report):
         seen.clear()
         validate.scored(s)
         origins = {r.origin for r in gt.rows(s)}
-        assert seen and all(src == tuple(x for x in gt.SOURCES if x != s) for src, _ in seen)
+        assert seen and all(src == tuple(x for x in gt.FIT_SOURCES if x != s) for src, _ in seen)
         assert {w for _, w in seen} == origins  # and each row's own publication is left out too
     for doc in report["sources"]:
-        assert doc["source"] not in doc["fitted_on"] and len(doc["fitted_on"]) == len(gt.SOURCES) - 1
+        assert doc["source"] not in doc["fitted_on"]
+        assert len(doc["fitted_on"]) == len(gt.FIT_SOURCES) - (doc["source"] in gt.FIT_SOURCES)
 
 
 def test_a_published_run_that_is_also_a_table_5_row_is_not_fitted_on_to_score_itself():
@@ -244,3 +246,28 @@ def test_the_playbooks_agreement_with_itself_is_below_the_ranking_target(report)
     assert 0.95 < rp["twin_ratio_median"] < 1.05 and rp["twins_outside_1_5x"] > 0.2
     assert rp["model_twin_ratio_p5_p95"][1] < 1.15
     assert rp["retest_tau"] < validate.LIMITS["playbook_tau"] and rp["twin_groups"] >= 20
+
+
+def test_the_single_gpu_source_is_lab_02s_gpu_runs_scored_and_never_fitted_on(report):
+    rows = gt.rows("single-gpu")
+    assert {r.device.id for r in rows} == {"h100-sxm", "h200-sxm"}
+    assert all(r.gpus == 1 and r.stack.id == "pytorch-eager" and 0.9e9 < r.params < 1.0e9 for r in rows)
+    assert "single-gpu" not in gt.FIT_SOURCES
+    # scored with the constants of every other source: its own LOSO fit is the fit on all of them
+    assert validate.loso_constants("single-gpu") == validate.all_constants()
+    s = next(d for d in report["sources"] if d["source"] == "single-gpu")
+    assert "single-gpu" not in s["fitted_on"] and s["rows"] == len(rows)
+    assert s["target"]["met"] == (s["mean_abs_error_pct"] <= validate.LIMITS["single_gpu_pct"])
+
+
+def test_plain_pytorch_prices_its_optimizer_and_autocasts_casts_from_the_framework():
+    eager, nemo = stk.stack("pytorch-eager"), stk.stack("nemo-mcore-2024")
+    assert eager.optimizer_B_per_param == 84 and nemo.optimizer_B_per_param == stk.OPTIMIZER_B_PER_PARAM
+    assert eager.weight_cast_B_per_param == 12 and nemo.weight_cast_B_per_param == 0
+    r = gt.rows("single-gpu")[0]
+    a = validate.row_step(r)
+    b = stk.step(r.shape, r.setup, r.device, nemo, r.cluster, gpus_per_node=1)
+    params = r.shape.layers * r.shape.layer_params()
+    extra = params * (84 - stk.OPTIMIZER_B_PER_PARAM + 12) / r.device.memory_bw_Bps
+    # the memory term differs by the optimizer's and the casts' bytes (the elementwise work is the same stack-free)
+    assert a.features["memory"] - b.features["memory"] == pytest.approx(extra, rel=1e-6)

@@ -168,7 +168,7 @@ def _stack_best(device: str, gpus: int, model: planner.Model) -> StackPlan | Non
 @functools.lru_cache(maxsize=1)
 def fitted_devices() -> frozenset:
     """The devices of the public ground truth the stack model's constants are fitted on."""
-    return frozenset(r.device.id for src in gt.SOURCES for r in gt.rows(src))
+    return frozenset(r.device.id for src in gt.FIT_SOURCES for r in gt.rows(src))
 
 
 @functools.lru_cache(maxsize=1)

@@ -77,9 +77,9 @@ def overlap_bound() -> dict:
     the ±10-point band, both ways."""
     import math
     from x4lib.training import validate
-    free = [validate.loso_constants(src, "", math.inf).overlapped for src in gt.SOURCES]
-    bound = [validate.loso_constants(src).overlapped for src in gt.SOURCES]
-    out = {"max": validate.OVERLAP_MAX, "sources": len(gt.SOURCES), "free_lo": min(free), "free_hi": max(free),
+    free = [validate.loso_constants(src, "", math.inf).overlapped for src in gt.FIT_SOURCES]
+    bound = [validate.loso_constants(src).overlapped for src in gt.FIT_SOURCES]
+    out = {"max": validate.OVERLAP_MAX, "sources": len(gt.FIT_SOURCES), "free_lo": min(free), "free_hi": max(free),
            "at_bound": sum(c == validate.OVERLAP_MAX for c in bound)}
     for key, om in (("free", math.inf), ("bound", validate.OVERLAP_MAX)):
         sc = validate.scored("published", overlap_max=om)
@@ -143,3 +143,33 @@ def numbers() -> dict:
         s[f"vp_{k}"] = val
     return s
 
+
+
+def single_gpu_terms() -> dict:
+    """This book's single-GPU steps (the ``single-gpu`` source, Lab 02's GPU runs) split as the runs time them:
+    the optimizer step (the stack model's optimizer bytes at its memory term) and the forward and backward passes
+    (the rest), predicted against measured, per device; display units (ms, %). The runs' devices, the model's
+    optimizer bytes per parameter and autocast's cast bytes come with them."""
+    import statistics
+    from x4lib.harness import runs
+    from x4lib.training import calibration, stack as stk, validate
+    c = validate.loso_constants("single-gpu")
+    out: dict = {}
+    by_dev: dict = {}
+    for r, s in zip(gt.rows("single-gpu"), validate.steps("single-gpu")):
+        res = runs.load_run(gt.LAB02_RUNS / r.row_id, "lab02").results
+        m = calibration.measured_step(next(t for t in res["check"]["training"] if t["ranks_n"] == 1), "wall")
+        opt = c.memory * s.notes["after_pipeline"]["memory"]
+        by_dev.setdefault(r.device.id, []).append(((s.time_s(c) - opt) / (m["forward"] + m["backward"]) - 1,
+                                                   opt / m["optimizer"] - 1, r.params))
+    for dev, v in by_dev.items():
+        k = dev.split("-")[0]
+        out[f"sg_{k}_runs"] = len(v)
+        out[f"sg_{k}_fb_err"] = 100 * statistics.median(x[0] for x in v)
+        out[f"sg_{k}_opt_err"] = 100 * statistics.median(x[1] for x in v)
+    st = stk.stack(stk.document()["sources"]["single-gpu"]["stack"])
+    out["sg_params_b"] = next(iter(by_dev.values()))[0][2] / 1e9
+    out["sg_opt_B"] = st.optimizer_B_per_param
+    out["sg_fused_B"] = stk.OPTIMIZER_B_PER_PARAM
+    out["sg_cast_B"] = st.weight_cast_B_per_param
+    return out

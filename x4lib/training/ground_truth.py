@@ -1,11 +1,13 @@
 """The public ground truth the planner is validated on, read by one loader.
 
-    rows("vtrain-multi" | "vtrain-single" | "korthikanti" | "playbook" | "published") -> tuple[Row, ...]
+    rows("vtrain-multi" | "vtrain-single" | "korthikanti" | "playbook" | "published" | "single-gpu") -> tuple[Row, ...]
 
 The first four come from x4lib/data/ground_truth/rows.csv (measured runs of vTrain, Korthikanti et al. 2022 Table 5
 as Calculon validates it, and the Ultra-Scale Playbook's nanotron sweep; provenance in x4lib/data/ground_truth.yaml
 and tests/data/README.md), ``published`` from x4lib/data/training_runs.yaml (the capstone's published runs, their
-unstated settings from their stack's documented defaults). Every row carries its shape, its layout, its stack, its
+unstated settings from their stack's documented defaults), ``single-gpu`` from this book's own Lab 02 runs on a GPU
+(book/runs/lab02: the check training's measured step, on the device each run detected; scored, never fitted on:
+FIT_SOURCES). Every row carries its shape, its layout, its stack, its
 device and cluster, and the measured step time in seconds. Ids become devices here, at the edge of the models.
 """
 from __future__ import annotations
@@ -21,7 +23,12 @@ from x4lib.network import clusters
 from x4lib.training import stack as stk
 
 ROWS_PATH = specs.DATA_DIR / "ground_truth" / "rows.csv"
-SOURCES = ("vtrain-multi", "vtrain-single", "korthikanti", "playbook", "published")
+SOURCES = ("vtrain-multi", "vtrain-single", "korthikanti", "playbook", "published", "single-gpu")
+#: the sources the planner's constants are fitted on (leave-one-source-out); this book's own single-GPU runs are only
+#: scored, so that no constant is fitted on a measurement of ours
+FIT_SOURCES = tuple(s for s in SOURCES if s != "single-gpu")
+#: where this book's Lab 02 runs are (the single-gpu source)
+LAB02_RUNS = specs.DATA_DIR.parent.parent / "book" / "runs" / "lab02"
 #: the cluster preset whose links a device's rows use
 #: the publication a source's measurements come from, where the published runs (training_runs.yaml, keyed by their
 #: ``source``) reuse some of them: Table 5's 175B run and the Playbook's best layouts are in both
@@ -158,6 +165,34 @@ def _published_row(r: Mapping, doc: Mapping) -> Row:
                clusters.get(r["cluster"]).nics_per_node, st, gbs, step, "", tuple(r["not_stated"]), r["source"])
 
 
+def _lab02_gpu_row(run_dir) -> Row | None:
+    """The single-gpu row of one Lab 02 run: its check training on one GPU (None for a CPU run or one without a
+    check): the run's own shape and batch, the device it detected, the median step after the warm-up."""
+    from x4lib.harness import runs
+    from x4lib.training import calibration
+    res = runs.load_run(run_dir, "lab02").results
+    chk = res.get("check") or {}
+    dev_id = res["device"].get("catalog_id")
+    one = [tr for tr in chk.get("training", ()) if tr["ranks_n"] == 1]
+    if res["device"]["kind"] != "gpu" or not one or not dev_id:
+        return None
+    sh = chk["calibration"]["shape"]
+    shape = stk.Shape(sh["layers"], sh["hidden"], sh["heads"], sh["kv_heads"], sh["ffn"], True, sh["vocab"], sh["seq"])
+    setup = stk.Setup(sh["tp"], 1, 1, 1, 0, sh["micro_batch"], 1, "none")
+    dev = specs.get(dev_id)
+    step = calibration.measured_step(one[0], calibration.default_clock(res))["step"]
+    return Row("single-gpu", run_dir.name, f"{sh['layers']} layers of {sh['model']} on {dev.id}",
+               float(one[0]["ranks"][0]["params"]), shape, setup, 1, dev, _cluster(dev.id, "2x8-h100-ib400"), 1,
+               stk.stack(stk.document()["sources"]["single-gpu"]["stack"]), sh["micro_batch"], step, "", (),
+               "single-gpu")
+
+
+def _lab02_rows(root=None) -> tuple[Row, ...]:
+    root = LAB02_RUNS if root is None else root
+    found = (_lab02_gpu_row(d) for d in sorted(root.iterdir()) if (d / "results.json").is_file())
+    return tuple(r for r in found if r is not None)
+
+
 @functools.lru_cache(maxsize=8)
 def rows(source: str) -> tuple[Row, ...]:
     """Every row of one source (module docstring); LookupError for an unknown source."""
@@ -167,6 +202,8 @@ def rows(source: str) -> tuple[Row, ...]:
     if source == "published":
         from x4lib.training import planner
         return tuple(_published_row(r, doc) for r in planner.published_runs())
+    if source == "single-gpu":
+        return _lab02_rows()
     src = doc["sources"][source]
     return tuple(_csv_row(r, src, doc) for r in _csv_rows() if r["source"] == source)
 

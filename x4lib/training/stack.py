@@ -75,6 +75,14 @@ class Stack:
     #: accumulates and reduces gradients in FP32 (with its source)
     grad_reduce_bytes: int = ELEMENT_B
     grad_reduce_source: str = ""
+    #: bytes the optimizer step moves per local parameter (OPTIMIZER_B_PER_PARAM: a fused Adam over FP32 master
+    #: weights with a 16-bit copy), with its source where a stack's optimizer differs
+    optimizer_B_per_param: float = OPTIMIZER_B_PER_PARAM
+    optimizer_source: str = ""
+    #: bytes per parameter and micro-batch that casting FP32 weights to 16 bits for the forward and the weight
+    #: gradients back moves (torch.autocast over FP32 weights); 0 where the weights are kept in 16 bits
+    weight_cast_B_per_param: float = 0.0
+    weight_cast_source: str = ""
 
 
 @functools.lru_cache(maxsize=2)
@@ -328,7 +336,8 @@ def step(shape: Shape, lay: Setup, dev: specs.Device, st: Stack, cluster: cluste
     # ---- per micro-batch on the slowest stage
     gemm_mb = L_stage * gemm_l + lg_f + lg_b
     att_mb = L_stage * att_l
-    mem_mb = L_stage * mem_l + ce_B / W
+    cast_B = L_stage * shape.layer_params() / t * st.weight_cast_B_per_param   # autocast's casts, per micro-batch
+    mem_mb = L_stage * mem_l + ce_B / W + cast_B / W
     kern_mb = L_stage * kern_l + 6
     ovl_mb = L_stage * (tp_ovl + cp_ovl)
     exp_mb = L_stage * tp_exp
@@ -370,7 +379,7 @@ def step(shape: Shape, lay: Setup, dev: specs.Device, st: Stack, cluster: cluste
         else:
             dp_exp += ag
     shard = lay.dp * cp if lay.zero >= 1 else 1
-    opt_B = local_params / shard * OPTIMIZER_B_PER_PARAM
+    opt_B = local_params / shard * st.optimizer_B_per_param
     features = {"gemm": gemm_mb * bubble, "attention": att_mb * bubble, "memory": mem_mb * bubble + opt_B / W,
                 "kernels": kern_mb * bubble, "overlapped": ovl_mb * bubble + dp_ovl}
     exposed = {"tensor-parallel": exp_mb * bubble, "pipeline sends": p2p_mb * bubble, "data-parallel": dp_exp}
