@@ -136,11 +136,11 @@ def streams(step, constants, zero: int = 0) -> tuple[Segment, ...]:
     parts = step.parts_s(constants)
     after: Mapping = step.notes.get("after_pipeline", {})
     m = int(step.notes.get("micro_batches", 1))
-    opt = constants.memory * after.get("memory", 0.0)
+    opt = parts.get("exposed optimizer", 0.0)
     dp_hidden = after.get("overlapped", 0.0)
     dp_op = "AllReduce" if zero == 0 else "ReduceScatter + AllGather"
     work = [("GEMMs", parts["gemm"]), ("attention core", parts["attention"]),
-            ("non-matmul kernels", parts["memory"] - opt), ("launch and framework overhead", parts["kernels"])]
+            ("non-matmul kernels", parts["memory"]), ("launch and framework overhead", parts["kernels"])]
     out, t = [], 0.0
     for label, length in work:
         out.append(Segment("compute", label, "work", t, length))

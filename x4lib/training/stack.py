@@ -11,13 +11,16 @@ fitted constant scales (``Features``) and the parts it does not:
                 that backward; Dao et al. 2022) or, without it, two batched GEMMs per head over the s × s scores
     memory      the non-matmul work as memory-bound kernels over their bytes at the HBM bandwidth: norms,
                 residual adds, dropout, bias-GeLU or SwiGLU, rotary embedding, the s × s softmax without
-                FlashAttention, the logits' cross-entropy, and the optimizer step (36 B per local parameter)
+                FlashAttention, the logits' cross-entropy, and FP32 weights' casts where the stack autocasts
     kernels     the number of kernels launched (a per-kernel launch and framework overhead scales it)
     overlapped  communication that runs beside compute (which depends on the stack, x4lib/data/ground_truth.yaml
                 ``stacks``): compute slows by a share of it while it runs (Calculon's processor_usage)
     exposed     communication on the critical path, never scaled: tensor-parallel collectives the stack does not
                 overlap, pipeline sends, and the part of the data-parallel reduction longer than its window
-                (x4lib.network.collectives: NCCL's own cost model on the cluster's links)
+                (x4lib.network.collectives: NCCL's own cost model on the cluster's links), and the optimizer
+                step: its bytes per local parameter (the stack's optimizer_B_per_param: 38 B for a fused Adam with
+                a 16-bit copy) at the bandwidth a streaming copy reaches on the device (φ × HBM bandwidth,
+                x4lib.compute.matmul.memory_fraction), since those bytes are known exactly, not estimated
 
 Pipeline: one micro-batch of the slowest stage (⌈L/pp⌉ layers, plus the logits on the last) sets the pace, and
 the step is that time × (m + (pp − 1)/v) for 1F1B with v virtual stages (Narayanan et al. 2021); the data-parallel
@@ -214,6 +217,14 @@ class Step:
 
 # ------------------------------------------------------------------------------------------------- kernels
 
+@functools.lru_cache(maxsize=64)
+def _copy_fraction(device_id: str) -> float:
+    """φ, the fraction of the catalog's memory bandwidth a streaming copy reaches on the device (published copy and
+    triad kernels, x4lib.compute.matmul.memory_fraction): the optimizer step's passes are such streams."""
+    from x4lib.compute import matmul
+    return matmul.memory_fraction(device_id)[0]
+
+
 @functools.lru_cache(maxsize=65536)
 def _gemm_s(dev: specs.Device, dtype: str, m: int, n: int, k: int) -> float:
     from x4lib.compute import matmul
@@ -380,10 +391,13 @@ def step(shape: Shape, lay: Setup, dev: specs.Device, st: Stack, cluster: cluste
             dp_exp += ag
     shard = lay.dp * cp if lay.zero >= 1 else 1
     opt_B = local_params / shard * st.optimizer_B_per_param
-    features = {"gemm": gemm_mb * bubble, "attention": att_mb * bubble, "memory": mem_mb * bubble + opt_B / W,
+    opt_s = opt_B / (_copy_fraction(dev.id) * W)
+    features = {"gemm": gemm_mb * bubble, "attention": att_mb * bubble, "memory": mem_mb * bubble,
                 "kernels": kern_mb * bubble, "overlapped": ovl_mb * bubble + dp_ovl}
-    exposed = {"tensor-parallel": exp_mb * bubble, "pipeline sends": p2p_mb * bubble, "data-parallel": dp_exp}
+    exposed = {"tensor-parallel": exp_mb * bubble, "pipeline sends": p2p_mb * bubble, "data-parallel": dp_exp,
+               "optimizer": opt_s}
     return Step(MappingProxyType(features), MappingProxyType(exposed), bubble / m,
                 MappingProxyType({"stage_layers": L_stage, "micro_batches": m, "stack": st.id,
-                                  "after_pipeline": MappingProxyType({"memory": opt_B / W, "overlapped": dp_ovl,
-                                                                      "exposed data-parallel": dp_exp})}))
+                                  "after_pipeline": MappingProxyType({"overlapped": dp_ovl,
+                                                                      "exposed data-parallel": dp_exp,
+                                                                      "exposed optimizer": opt_s})}))
