@@ -242,6 +242,21 @@ def test_acsctl_in_hex_is_read():
     (["400GB/s 是双向理论值，160GB/s 是单向实测"], "line-rate-expected"),
     (["This was because our dev branch does not have all the recent optimizations on FSDP yet."],
      "report-says-software-version"),
+    # the eighth set's misses: the two-node tree and a both-directions figure in words, a link slow at idle, one
+    # queue pair on a bond, a fix in a later release, TF32 for one library only, power that follows the data,
+    # RCCL's P2P transport skipped, GPUDirect RDMA "not available"
+    (["On two nodes NCCL uses the tree, which can go beyond the network bottleneck."], "two-node-tree"),
+    (["900 GB/s is the sum of both directions, at the wire speed."], "line-rate-expected"),
+    (["The GPU stays in a low power state when it's not being used, at 2.5 GT/s; under load it jumps to 8 GT/s."],
+     "pcie-idle-link-speed"),
+    (["With a single QP (the default) only one port of the bond will be used."], "report-says-bond-single-qp"),
+    (["This will be fixed in a future cuBLAS release."], "report-says-software-version"),
+    (["The issue is resolved after ROCm 6.0, thanks!"], "report-says-software-version"),
+    (["TF32 was only enabled for cuBLASLt and not cuBLAS by mistake."], "tf32-not-enabled"),
+    (["With less bit flipping the chip draws less power, so it clocks higher within the same power budget."],
+     "report-says-thermal"),
+    (["You need a flag in order to not skip p2pTransport on this PCIe switch."], "report-says-p2p-off"),
+    (["If GPU Direct RDMA is not available, traffic goes through host memory."], "gdr-not-enabled"),
 ])
 def test_general_signals_name_their_rule(lines, rule):
     text = "Some context first.\n\n" + "\n".join(lines) + "\n"
@@ -347,3 +362,28 @@ def test_p2p_through_the_cpu_named_where_turning_p2p_off_helped():
     # the words alone, with nothing saying P2P was on: no finding
     _, got = run(said + "busbw 5 GB/s\n")
     assert "p2p-through-cpu" not in got
+
+
+def test_a_reply_that_names_a_cause_leads_after_a_reported_fix():
+    # two findings of equal severity: the VM is mentioned, the ACS line is what a reply names as the cause
+    text = ("We run the nodes as VMs on Proxmox.\n"
+            "IB error 4 is usually due to ACS being enabled and breaking GPU Direct RDMA.\n")
+    report, got = run(text)
+    assert {"vm-topology", "iommu-in-paste"} <= set(got)
+    assert report.named_cause["rule"] == "iommu-in-paste"
+
+
+def test_gpudirect_rdma_off_is_a_transport_fallback_unless_the_report_names_a_version():
+    _, got = run("NCCL INFO NET/IB : GPU Direct RDMA Disabled for HCA 0 'mlx5_0'\n")
+    assert got["gdr-not-enabled"].category == "tcp-fallback" and "gdr-disabled-by-version" not in got
+    _, got = run("NCCL INFO NET/IB : GPU Direct RDMA Disabled for HCA 0 'mlx5_0'\n"
+                 "It broke after we upgraded the driver to 570.\n")
+    assert got["gdr-disabled-by-version"].category == "other" and "gdr-not-enabled" not in got
+    assert {e.line for e in got["gdr-disabled-by-version"].evidence} == {1, 2}
+
+
+def test_a_link_the_report_says_is_slow_only_at_idle_is_no_slot_problem():
+    _, got = run("The card runs at 2.5 GT/s while it is idle.\n")
+    assert "pcie-idle-link-speed" in got and "report-says-pcie-slot" not in got
+    _, got = run("The card runs at 2.5 GT/s even under load, on a riser.\n")
+    assert "report-says-pcie-slot" in got and "pcie-idle-link-speed" not in got

@@ -13,7 +13,9 @@ them (5 of 13), and four more mechanisms were added looking at its misses. The s
 held_out_6) was gathered the same way on 2026-11-28 while five more mechanisms were written, and scored once after
 them (1 of 13); seven mechanisms were then added looking at its misses. The seventh set (entries 110-121,
 held_out_7) was gathered the same way later that day and scored once before any change (3 of 12); five mechanisms
-were then added looking at its misses. The first-seen
+were then added looking at its misses. The eighth set (entries 122-137, held_out_8) was gathered the same way and
+scored once before any change (1 of 16); eight mechanisms were then added looking at its misses, and two earlier
+cases were relabelled (GPUDirect RDMA off for a missing module: a transport fallback). The first-seen
 scores are pinned beside the
 scores now. The numbers are
 pinned so that a rule change shows up here and on the page; the issue's targets (85 % of the corpus, 75 % of the
@@ -29,7 +31,7 @@ CORPUS = Path(__file__).parents[1] / "data" / "doctor" / "corpus"
 
 def test_the_corpus_is_stored_whole_with_provenance_and_a_held_out_quarter():
     entries = dc.corpus()
-    assert len(entries) == 121 and {p.name for p in CORPUS.glob("*.txt")} == {e["file"] for e in entries}
+    assert len(entries) == 137 and {p.name for p in CORPUS.glob("*.txt")} == {e["file"] for e in entries}
     assert [i for i, e in enumerate(entries, 1) if e.get("held_out")] == list(range(4, 46, 4))
     assert [i for i, e in enumerate(entries, 1) if e.get("held_out_2")] == list(range(46, 59))
     assert {e["category"] for e in entries if e.get("held_out_2")} == set(dc.CATEGORY)
@@ -43,6 +45,12 @@ def test_the_corpus_is_stored_whole_with_provenance_and_a_held_out_quarter():
     assert len({e["category"] for e in entries if e.get("held_out_6")}) >= 6
     assert [i for i, e in enumerate(entries, 1) if e.get("held_out_7")] == list(range(110, 122))
     assert len({e["category"] for e in entries if e.get("held_out_7")}) >= 8
+    assert [i for i, e in enumerate(entries, 1) if e.get("held_out_8")] == list(range(122, 138))
+    assert len({e["category"] for e in entries if e.get("held_out_8")}) >= 7
+    assert {e["vendor"] for e in entries if e.get("held_out_8")} >= {"nvidia", "amd"}
+    # the two relabelled cases say so, with the date and the reason
+    relabelled = [e for e in entries if e.get("relabelled")]
+    assert len(relabelled) == 2 and all(e["category"] == "transport-fallback" for e in relabelled)
     assert all(sum(bool(e.get(k)) for k in dc.SETS) <= 1 for e in entries)
     for e in entries:
         assert e["category"] in dc.CATEGORY and e["file"].startswith(e["category"] + "__")
@@ -55,17 +63,18 @@ def test_the_corpus_is_stored_whole_with_provenance_and_a_held_out_quarter():
 
 def test_the_score_is_the_doctors_on_every_case():
     s = dc.summary()
-    assert s["all"] == (103, 121) and s["written_against"] == (34, 34) and s["held_out"] == (11, 11)
+    assert s["all"] == (117, 137) and s["written_against"] == (34, 34) and s["held_out"] == (11, 11)
     assert s["held_out_2"] == (10, 13) and dc.HELD_OUT_2_BLIND == (3, 13) and s["held_out_3"] == (7, 14)
     assert dc.HELD_OUT_1_BEFORE == (5, 11) and dc.HELD_OUT_3_BLIND == (4, 14) and s["held_out_4"] == (11, 11)
     assert dc.HELD_OUT_4_BLIND == (3, 11) and dc.HELD_OUT_5_BLIND == (5, 13) and s["held_out_5"] == (13, 13)
     assert dc.HELD_OUT_6_BLIND == (1, 13) and s["held_out_6"] == (9, 13)
     assert dc.HELD_OUT_7_BLIND == (3, 12) and s["held_out_7"] == (8, 12)
+    assert dc.HELD_OUT_8_BLIND == (1, 16) and s["held_out_8"] == (14, 16)
     assert s["refused"] == 1 and s["refused_held_out"] == 0
-    assert sum(v[1] for v in s["by_category"].values()) == 121 and sum(v[5] for v in s["by_category"].values()) == 13
+    assert sum(v[1] for v in s["by_category"].values()) == 137 and sum(v[5] for v in s["by_category"].values()) == 13
     assert sum(v[7] for v in s["by_category"].values()) == 14 and sum(v[9] for v in s["by_category"].values()) == 11
     assert sum(v[11] for v in s["by_category"].values()) == 13 and sum(v[13] for v in s["by_category"].values()) == 13
-    assert sum(v[15] for v in s["by_category"].values()) == 12
+    assert sum(v[15] for v in s["by_category"].values()) == 12 and sum(v[17] for v in s["by_category"].values()) == 16
     # every named case quotes the thread's evidence line in a finding of the thread's category
     for r in dc.scores():
         assert r.named == (r.named_category == r.category and r.evidence_found)
@@ -74,21 +83,21 @@ def test_the_score_is_the_doctors_on_every_case():
 def test_the_issue_targets_where_they_stand():
     s = dc.summary()
     assert dc.pct(s["written_against"]) >= 85
-    # 85.1 % of the corpus (target 85 %) and the first held-out quarter at 100 %
+    # 85.4 % of the corpus (target 85 %) and the first held-out quarter at 100 %
     # (target 75 %), only after every set had been seen (the quarter was 45.5 % when first scored, the sixth set 1 of
-    # 13, the seventh 3 of 12); on reports first seen, pooled over the seven sets, 24 of 87 (27.6 %) — the honest
-    # measure, reported on the page
-    assert dc.pct(s["all"]) == pytest.approx(85.1) and dc.pct(s["held_out"]) == pytest.approx(100.0)
+    # 13, the seventh 3 of 12, the eighth 1 of 16); on reports first seen, pooled over the eight sets, 25 of 103
+    # (24.3 %) — the honest measure, reported on the page
+    assert dc.pct(s["all"]) == pytest.approx(85.4) and dc.pct(s["held_out"]) == pytest.approx(100.0)
     assert dc.pct(s["held_out_3"]) == pytest.approx(50.0) and dc.pct(s["held_out_2"]) == pytest.approx(76.9)
     first = dc.first_seen_table()
-    assert first.loc["pooled", "named when first seen"] == 24 and first.loc["pooled", "cases"] == 87
-    assert first.loc["pooled", "first seen %"] == pytest.approx(27.6) and first.loc["pooled", "named now"] == 69
-    assert list(first["named when first seen"][:7]) == [5, 3, 4, 3, 5, 1, 3]
+    assert first.loc["pooled", "named when first seen"] == 25 and first.loc["pooled", "cases"] == 103
+    assert first.loc["pooled", "first seen %"] == pytest.approx(24.3) and first.loc["pooled", "named now"] == 83
+    assert list(first["named when first seen"][:8]) == [5, 3, 4, 3, 5, 1, 3, 1]
 
 
 def test_the_page_tables_and_worked_cases():
     t = dc.category_table()
-    assert t.loc["all", "named"] == 103 and t.loc["held out", "named %"] == pytest.approx(100.0)
+    assert t.loc["all", "named"] == 117 and t.loc["held out", "named %"] == pytest.approx(100.0)
     assert t.loc["sixth set", "named"] == 9 and t.loc["all", "sixth set"] == 13
     assert t.loc["second set", "named"] == 10 and t.loc["all", "second set"] == 13
     assert t.loc["third set", "named"] == 7 and t.loc["all", "third set"] == 14
@@ -111,3 +120,5 @@ def test_the_page_tables_and_worked_cases():
     assert len(cases6) == 13 and cases6["named"].sum() == 9
     cases7 = dc.case_table(held_out_7=True)
     assert len(cases7) == 12 and cases7["named"].sum() == 8
+    cases8 = dc.case_table(held_out_8=True)
+    assert len(cases8) == 16 and cases8["named"].sum() == 14

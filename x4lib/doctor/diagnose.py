@@ -168,7 +168,7 @@ def diagnose_text(text: str, name: str = "<text>", reader_notes=()) -> tuple[Inp
         report = InputReport(name, "pasted-text", f"{KIND_NAMES['pasted-text']}: " + "; ".join(parts),
                              all(r.diagnosed for r in reports),
                              tuple(w for r in reports for w in r.warnings))
-    lead = named_cause(found, sc.fix_lines())
+    lead = named_cause(found, sc.fix_lines(), sc.cause_lines())
     cause = None if lead is None else {"category": lead.category, "rule": lead.rule.id,
                                        "line": lead.evidence[0].line if lead.evidence else None}
     nxt = None if lead is not None else paste.next_command(sc)

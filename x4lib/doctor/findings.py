@@ -200,7 +200,7 @@ def load_rules(path: Path = RULES_PATH) -> Mapping:
 RULE_IDS = ("net-socket-multinode", "net-socket-nodes-unknown", "p2p-not-supported", "geforce-no-p2p",
             "p2p-disabled-by-env", "topo-no-p2p", "topo-gpu-nic-cross-socket", "topo-gpu-nic-no-gdr",
             "rccl-iommu-pt-missing", "acs-enabled", "pcie-width-downgraded",
-            "pcie-gen-below-max-busy", "pcie-speed-downgraded-check-load", "captured-idle", "hw-slowdown",
+            "pcie-gen-below-max-busy", "pcie-speed-downgraded-check-load", "pcie-idle-link-speed", "captured-idle", "hw-slowdown",
             "sw-thermal-slowdown", "sw-power-cap-busy", "clock-low-cause-unrecorded", "power-limit-lowered",
             "clocks-locked", "remapped-rows-pending",
             "remapping-failed", "ecc-uncorrectable", "mig-enabled", "nccl-maxsharedmem", "test-failed",
@@ -211,8 +211,8 @@ RULE_IDS = ("net-socket-multinode", "net-socket-nodes-unknown", "p2p-not-support
             # pasted text (x4lib.doctor.paste, issue 31)
             "ib-disabled-by-env", "cumem-disabled-no-mnnvl", "report-says-socket", "p2p-through-cpu", "amd-no-peers",
             "p2p-level-loc", "report-says-p2p-off", "topo-flat-virtual", "vm-topology", "iommu-in-paste",
-            "gdr-level-forced", "net-plugin-missing", "gdr-not-enabled", "ib-port-rate-below-stated",
-            "ib-width-not-adapters", "report-says-cross-socket", "report-says-nic-pairing", "cpu-binding",
+            "gdr-level-forced", "net-plugin-missing", "gdr-not-enabled", "gdr-disabled-by-version", "ib-port-rate-below-stated",
+            "ib-width-not-adapters", "report-says-cross-socket", "report-says-bond-single-qp", "report-says-nic-pairing", "cpu-binding",
             "pcie-link-below-another",
             "report-says-pcie-slot", "pcie-aer-errors", "clock-reason-in-paste", "report-says-thermal", "gpu-xid",
             "tf32-not-enabled", "dtype-not-native", "fp16-accumulate-gemm", "cache-flattered", "shape-kernel-choice",
@@ -228,8 +228,10 @@ CAUSE_ORDER = (
     "net-plugin-missing", "report-says-socket", "rccl-iommu-pt-missing", "acs-enabled", "topo-flat-virtual",
     "iommu-in-paste", "p2p-through-cpu", "report-says-cross-socket", "p2p-not-supported", "amd-no-peers", "geforce-no-p2p", "p2p-level-loc",
     "report-says-p2p-off", "vm-topology", "p2p-disabled-by-env", "topo-no-p2p", "topo-gpu-nic-cross-socket",
-    "topo-gpu-nic-no-gdr", "gdr-level-forced", "gdr-not-enabled", "report-says-nic-pairing", "cpu-binding", "pcie-width-downgraded",
-    "pcie-link-below-another", "pcie-gen-below-max-busy", "pcie-aer-errors", "report-says-pcie-slot",
+    "topo-gpu-nic-no-gdr", "gdr-level-forced", "gdr-not-enabled", "gdr-disabled-by-version", "report-says-nic-pairing",
+    "report-says-bond-single-qp", "cpu-binding", "pcie-width-downgraded",
+    "pcie-link-below-another", "pcie-gen-below-max-busy", "pcie-aer-errors", "pcie-idle-link-speed",
+    "report-says-pcie-slot",
     "pcie-speed-downgraded-check-load", "ib-port-rate-below-stated", "hw-slowdown", "sw-thermal-slowdown", "power-limit-lowered",
     "clocks-locked", "clock-reason-in-paste", "report-says-thermal", "sw-power-cap-busy", "clock-low-cause-unrecorded",
     "captured-idle", "remapping-failed", "ecc-uncorrectable", "remapped-rows-pending", "gpu-xid", "mig-enabled",
@@ -243,15 +245,18 @@ CAUSE_ORDER = (
     "lab02-terms-agree")
 
 
-def named_cause(found, fix_lines: frozenset = frozenset()) -> Finding | None:
+def named_cause(found, fix_lines: frozenset = frozenset(), cause_lines: frozenset = frozenset()) -> Finding | None:
     """The finding that names an input's cause: among the findings that quote a line where the reporter says a
-    change fixed or helped (``fix_lines``; the fix a thread confirms is its cause), else among all, the most severe
-    (problem, warning, note), and among equals the first in CAUSE_ORDER; None without findings."""
+    change fixed or helped (``fix_lines``; the fix a thread confirms is its cause), else among those that quote a
+    line where a reply names a cause (``cause_lines``: "that is likely the reason", "usually due to"), else among
+    all, the most severe (problem, warning, note), and among equals the first in CAUSE_ORDER; None without
+    findings."""
     found = list(found)
     if not found:
         return None
     fixed = [f for f in found if any(e.line in fix_lines for e in f.evidence)]
-    return min(fixed or found, key=lambda f: (SEVERITIES.index(f.severity), CAUSE_ORDER.index(f.rule.id)))
+    named = [f for f in found if any(e.line in cause_lines for e in f.evidence)]
+    return min(fixed or named or found, key=lambda f: (SEVERITIES.index(f.severity), CAUSE_ORDER.index(f.rule.id)))
 
 
 def rule(rule_id: str) -> Rule:

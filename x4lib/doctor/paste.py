@@ -130,13 +130,21 @@ SIGNALS: tuple[Signal, ...] = (
     _s("nccl-net-ib-no-gdr", "nccl-line", "via net/ib/", r"\[receive\] via NET/IB/[0-9]{1,3}(?:/Shared)?\s*$"),
     _s("gdr-prose", "sentence", ("gdr", "gpudirect", "gpu direct", "peermem", "peer_mem", "peer mem", "dma"),
        # GPUDirect-TCPX(O) is GCP's socket transport, not RDMA
-       r"\b(?:GPU ?Direct(?! ?-?TCPX)(?: RDMA)?|GDR(?:DMA)?)\b.{0,40}?\b(?:not (?:enabled|used|working|supported|active|on)|"
-       r"disabled|off)\b|\b(?:enabl\w{1,3}|turn\w{0,3} on|load\w{0,3}|install\w{0,3})\b.{0,20}?\b(?:the )?(?:GPU ?Direct"
-       r"(?! ?-?TCPX)(?: RDMA)?|GDR(?:DMA)?|nvidia[-_]peermem|nv_peer_mem)\b|\b(?:nvidia[-_]peermem|nv_peer_mem)\b.{0,30}?\b(?:not "
+       r"\b(?:GPU ?Direct(?! ?-?TCPX)(?: RDMA)?|GDR(?:DMA)?)\b.{0,40}?\b(?:not (?:enabled|used|working|supported|active|on|"
+       r"available)|disabled|off)\b|\b(?:enabl\w{1,3}|turn\w{0,3} on|load\w{0,3}|install\w{0,3})\b.{0,20}?\b(?:the )?(?:GPU ?Direct"
+       r"(?! ?-?TCPX)(?: RDMA)?|GDR(?:DMA)?|nvidia[-_]peermem|nv_peer_mem)\b"
+       # turned on, and faster for it: it was off ("a significant increase with GDRDMA enabled")
+       r"|\b(?:with|after) (?:GPU ?Direct(?! ?-?TCPX)(?: RDMA)?|GDR(?:DMA)?) (?:enabled|on|turned on)\b"
+       r"|\b(?:nvidia[-_]peermem|nv_peer_mem)\b.{0,30}?\b(?:not "
        r"(?:loaded|found|installed|present)|missing)\b"
        # the NIC's DMA to and from GPU memory said to be off ("DMA transfers between the GPU and NIC are disabled")
        r"|\bDMA\b.{0,20}?\bbetween (?:the )?GPUs? and (?:the )?NICs?\b.{0,30}?\b(?:disabled|not (?:enabled|working|possible))\b"),
     _s("nccl-info", "nccl-line", ("nccl info", "nccl warn"), r"NCCL (?:INFO|WARN)\b", 0),
+    # the two-node tree named as the reason a busbw beats the network (NCCL prices the tree on two nodes at the
+    # node's inner bandwidth: tuning.cc, "nNodes <= 2 ? bwIntra : bwInter")
+    _s("two-node-tree-prose", "sentence", ("tree", "network bottleneck"),
+       r"\b(?:two|2) nodes?\b.{0,80}?\b(?:tree|NVLS ?Tree)\b|\b(?:tree|NVLS ?Tree)\b.{0,80}?\b(?:two|2)[- ]nodes?\b"
+       r"|\bbeyond the network (?:bottleneck|bandwidth|line rate)\b|\bfewer inter-?node (?:data )?transm\w{1,10}\b"),
     # -- nccl-tests
     _s("nccltests-row", "nccl-tests-row", ("sum", "prod", "max", "min", "avg", "none"),
        r"^[0-9]{1,12}\s+[0-9]{1,12}\s+(?:float|half|bfloat16|double|u?int(?:8|32|64))\s+(?:sum|prod|max|min|avg|none)"
@@ -176,8 +184,11 @@ SIGNALS: tuple[Signal, ...] = (
        r"|\b(?:memory|GPU|graphics|SM) locked[- ]clocks?\b"),
     _s("smi-summary", "nvidia-smi", ("nvidia-smi", "pwr:usage/cap", "perf  pwr"),
        r"NVIDIA-SMI [0-9]{3}|Pwr:Usage/Cap"),
-    _s("thermal-prose", "sentence", ("overheat", "throttl", "degrees", "°c", "stuck at", "mhz", "exceed"),
-       r"\b(?:clocks?|frequenc\w{1,3}|freq)\b.{0,60}?\b(?:reduc\w{1,5}|drop\w{0,3}|decreas\w{1,3}|lower\w{0,3}|fall\w{0,3}|fell)"
+    _s("thermal-prose", "sentence", ("overheat", "throttl", "degrees", "°c", "stuck at", "mhz", "exceed", "bit flip",
+                                     "bit-flip", "bitflip", "power budget"),
+       # power set by the data: fewer bits flipping draw less power within the same budget (random vs. zero inputs)
+       r"\bbit[- ]?flip\w{0,4}\b.{0,120}?\bpower\b|\bpower budget\b.{0,80}?\b(?:bits?|data|inputs?|values?)\b"
+       r"|\b(?:clocks?|frequenc\w{1,3}|freq)\b.{0,60}?\b(?:reduc\w{1,5}|drop\w{0,3}|decreas\w{1,3}|lower\w{0,3}|fall\w{0,3}|fell)"
        r"\b.{0,60}?[0-9]{3,4} ?MHz|\bpower\b.{0,40}?\b(?:exceed\w{0,3}|over|above|hit\w{0,3}|reach\w{0,3})\b.{0,20}?"
        r"\b(?:power )?(?:limit|cap|TDP)\b|overheat|\bthrottl\w{0,5}\b.{0,80}(?:[0-9]{2,3} ?(?:°C|degrees)|clock)|clock\w{0,2} (?:dropped|drops|fell)"
        r".{0,60}MHz|stuck at [0-9]{1,4} ?W\b|\bclocks?\b.{0,40}\b(?:stuck|locked|pinned|capped|never (?:goes|rises|leaves|"
@@ -199,7 +210,16 @@ SIGNALS: tuple[Signal, ...] = (
        r"|\b(?:x1|x4|x8)\b.{0,30}\b(?:instead of|rather than|not|but|of a possible|vs\.?)\b.{0,20}\bx16\b"
        r"|\b(?:only|runs? at|running at|stuck at|negotiat\w{0,3} (?:at|to)?)\s*(?:PCIe )?(?:x[148]|Gen ?[12]\b|2\.5 ?GT/s)"
        r"|\b(?:actual|real|negotiated) (?:connection|link|lane)\w{0,1}(?: (?:speed|width))?\b.{0,30}\b(?:is|at) x[148]\b"
-       r"|(?<![-0-9.])2\.5 ?GT/s(?![-0-9])"),
+       r"|(?<![-0-9.])2\.5 ?GT/s(?![-0-9])"
+       # the reporter's rule of thumb: the card should run at x16, anything lower is the slot
+       r"|\bshould (?:be|run at|run in) (?:PCIe )?x16\b|\b(?:anything|something) (?:lower|less|below)\b.{0,20}\bx16\b"
+       r"|\bx16\b.{0,40}\b(?:anything|something) (?:lower|less)\b"),
+    # the link said to slow down at idle ("a resting low power state when it's not being used ... 2.5 GT/s")
+    _s("pcie-idle-prose", "sentence", ("idle", "resting", "low power", "low-power", "not being used", "not in use"),
+       r"\b(?:idle|resting|low[- ]power (?:state|mode)|(?:not being|not in) use\w?)\b.{0,100}?(?:\b2\.5 ?GT/s\b|\bGen ?1\b|"
+       r"\blink (?:speed|gen\w{0,8})\b|\b(?:jumps?|goes|rises|switch\w{0,3}) (?:up )?to (?:8|16|32) ?GT/s\b)"
+       r"|(?:\b2\.5 ?GT/s\b|\bGen ?1\b|\blink (?:speed|gen\w{0,8})\b).{0,100}?\b(?:(?:when|while) (?:it'?s |the GPU is )?"
+       r"(?:idle|not (?:being )?used|not in use)|at idle|idles?)\b"),
     _s("dmesg-aer", "dmesg", "aer", r"\bAER: .{0,40}(?:Corrected|Uncorrected|error)"),
     # -- virtualisation, ACS, IOMMU
     _s("vm-prose", "sentence", ("virtual machine", "sr-iov", "pass-through", "passthrough", "qemu", "kvm",
@@ -221,6 +241,12 @@ SIGNALS: tuple[Signal, ...] = (
     _s("numactl", "numactl", ("numa node", "available:"),
        r"^NUMA node[0-9]{1,3} CPU\(s\):|^available: [0-9]{1,3} nodes|^node [0-9]{1,3} cpus:"),
     _s("nic-pairing-prose", "sentence", "nic", r"same NIC|wrong NIC|NIC ?[0-9]? is closer"),
+    # one queue pair per connection on a bonded (LAG) port: each QP is carried by one physical port of the bond
+    _s("bond-single-qp", "sentence", ("qp", "queue pair", "qps_per_connection"),
+       r"\b(?:single|one|1) (?:QP|queue pair)\b.{0,80}?\b(?:one|single|1) (?:port|link)\b"
+       r"|\b(?:one|single|1) (?:port|link)\b.{0,80}?\b(?:single|one|1) (?:QP|queue pair)\b"
+       r"|\bNCCL_IB_QPS_PER_CONNECTION\b.{0,60}?\b(?:bond\w{0,3}|LAG|both ports|two ports)\b"
+       r"|\b(?:bond\w{0,3}|LAG)\b.{0,80}?\b(?:QPs?|queue pairs?)\b"),
     # the reporter says traffic crosses the link between CPU sockets (QPI/UPI, the I/O hubs of older Intel servers)
     _s("cross-socket-prose", "sentence", ("qpi", "upi", "ioh", "i/o hub", "inter-socket", "intersocket", "smp interconnect",
                                           "cross numa", "cross-numa", "cross socket", "cross-socket"),
@@ -234,6 +260,8 @@ SIGNALS: tuple[Signal, ...] = (
        r"|\b(?:disabl\w{0,3}|override\w?)\b.{0,30}\bp2p\b|chipset not supported|not P2P-capable"
        r"|CANNOT Access Peer|Peer access .{0,60}: ?No\b|can_?access_?peer\w{0,10}\W{0,6}(?:0|False)\b"
        r"|\bpeer[- ]to[- ]peer\b.{0,40}\b(?:disabled?|not (?:supported|enabled|available))"
+       # RCCL skips its P2P transport across a PCIe switch unless fine-grained PCIe memory is forced
+       r"|\b(?:skip\w{0,3}|not use\w?|disabl\w{1,3})\b.{0,20}?\bp2p ?Trans?port\b|\bp2p ?Trans?port\b.{0,10}\bis skipped\b"
        r"|\b(?:don'?t|do not|doesn'?t|does not|can'?t|cannot) (?:support|use|do) (?:GPU ?Direct )?(?:P2P|peer[- ]to[- ]peer)\b"
        # P2P turned back on, and the figure rose: it was off ("export NCCL_P2P_DISABLE=0, bandwidth has reached 220GB/s")
        r"|(?:NCCL_P2P_DISABLE\s*=\s*0\b|\bunset\w{0,3}\s+NCCL_P2P_(?:LEVEL|DISABLE)\b|\b(?:enabl\w{1,3}|turn\w{0,3} on)"
@@ -262,8 +290,10 @@ SIGNALS: tuple[Signal, ...] = (
     _s("expectation-prose", "sentence", ("line rate", "theor", "claim", "datasheet", "total", "bi-direc",
                                          "bidirec", "advertised", "spec", "peak", "nominal", "rated", "direction",
                                          "algbw", "% of", "instead of", "according to", "capable of", "aggregate",
-                                         "should", "max", "expect", "双向", "单向"),
+                                         "should", "max", "expect", "双向", "单向", "both directions", "sum of"),
        r"line rate|theor\w{0,6}\b|\bclaim\w{0,2}\b|datasheet|\btotal bandwidth\b|\bbi-?directional\b"
+       # a figure said to add both directions ("900 GB/s is the sum of both directions")
+       r"|\b(?:sum|total) of (?:the )?(?:both|two) directions\b|\bboth directions (?:added|combined|summed|together)\b"
        # the same words in Chinese: bidirectional (双向) against unidirectional (单向), as a figure's label
        r"|双向.{0,20}?单向|单向.{0,20}?双向|[0-9] ?(?:GB/s|TB/s)\s*(?:是|为)?\s*双向"
        r"|\b(?:is|are) (?:exactly |just )?what (?:we|you|I|one)(?:'d| would) expect\b"
@@ -281,11 +311,17 @@ SIGNALS: tuple[Signal, ...] = (
        r"(?<!infinity )\bfabric\b(?!\s*(?:GUID|State|Status|:|$))|between nodes? [0-9]{1,3} ?(?:\+|and|&) ?[0-9]{1,3}"),
     # -- software: a version, a regression, a library swapped
     _s("software-prose", "sentence", ("regress", "bisect", "revert", "downgrad", "upgrad", "roll", "symlink",
-                                      "bundled", "version", "restor", "driver update", "release", "optimiz", "optimis"),
+                                      "bundled", "version", "restor", "driver update", "release", "optimiz", "optimis",
+                                      "fixed", "resolved", "solved"),
        r"\bregress(?:ion|ions|es|ed)?\b|\bbisect\w{0,3}\b|\b(?:revert\w{0,3}|downgrad\w{1,3}|upgrad\w{1,3}|roll\w{0,3} "
        r"back)\b.{0,60}\b(?:NCCL|RCCL|driver|CUDA|PyTorch|torch|ROCm|firmware|kernel|version|v?[0-9]{1,2}\.[0-9]{1,3})"
        r"|\bsymlink\w{0,3}\b.{0,40}\blib(?:nccl|rccl)|\bbundled (?:NCCL|RCCL|libnccl)"
        r"|\b(?:older|newer|previous|earlier|different) (?:NCCL|RCCL|driver|CUDA|PyTorch|torch|ROCm) versions?\b"
+       # a fix that ships in a release ("This will be fixed in a future cublas release", "resolved after ROCm 6.0")
+       r"|\b(?:fixed|resolved|addressed|solved)\b.{0,20}?\b(?:in|with|by|after|since) (?:a |the )?(?:future|later|newer|next|"
+       r"upcoming|latest)?\s?(?:[\w.-]{1,20} )?(?:release|version)\b"
+       r"|\b(?:fixed|resolved|solved|gone|works?)\b.{0,20}?\b(?:after|in|with|since)\b.{0,12}?\b(?:ROCm|CUDA|NCCL|RCCL|cuBLAS"
+       r"|cuDNN|PyTorch|torch|JAX|driver|Tensile|hipBLASLt|rocBLAS)\s?v?[0-9]{1,3}(?:\.[0-9]{1,3}){0,2}\b"
        # a move to another release ("Moving to a newer version and some driver updates helped a lot")
        r"|\b(?:mov\w{1,3}|switch\w{0,3}|updat\w{1,3}|upgrad\w{1,3}|go\w{0,3}) (?:back )?to (?:a |the )?(?:newer|latest|older"
        r"|previous|earlier) (?:version|release)\b|\bdriver updates?\b"
@@ -296,14 +332,22 @@ SIGNALS: tuple[Signal, ...] = (
        r"|\b(?:branch|build|version|release|fork)\b.{0,30}?\b(?:does not|doesn'?t|did not|didn'?t|do not|don'?t) (?:yet )?"
        r"(?:have|include|contain)\b.{0,40}?\boptimi[sz]ations?\b|\bmissing (?:the |all the )?(?:recent |latest |upstream )"
        r"optimi[sz]ations?\b"),
+    # -- a reply that names the cause ("that is likely the reason", "usually due to", "that's because"): a finding
+    # quoting it names the cause the thread established, after a reported fix
+    _s("cause-prose", "sentence", ("reason", "due to", "caused by", "because", "the cause", "root cause"),
+       r"\b(?:is|are|was|were)\s+(?:likely |probably |usually |most likely |simply |mainly |mostly |often )?(?:due to|"
+       r"caused by|because)\b|\b(?:the|a) (?:likely |real |root |main )?(?:reason|cause)\b.{0,20}?\b(?:is|was|why|for)\b"
+       r"|\bthat'?s (?:because|why)\b|\bthis is (?:because|why)\b|\broot cause\b"),
     # -- what the reporter says fixed it (read with the line's other signals: the fix names the cause)
     _s("fix-prose", "sentence", ("fix", "resolv", "solv", "work", "help", "better", "restor", "no longer",
-                                 "went away", "gone"),
+                                 "went away", "gone", "increase", "improvement", "boost", "gain", "speedup", "speed-up"),
        # advice ("usually helps", "should fix") is not a reported fix: no hedge before the verb
        r"(?<!usually )(?<!may )(?<!might )(?<!could )(?<!would )(?<!should )(?<!can )(?<!will )(?<!often )"
        r"\b(?:fixe[sd]|fixing|the fix (?:was|is)|resolv(?:e[sd]?|ing)|solv(?:e[sd]|ing)|(?:it|this|that|everything) "
        r"works?|works? (?:now|fine|well|like a charm|by|with|after|once|when)|worked|helps?|helped|got (?:a |much )?"
-       r"better|restor(?:e[sd]?|ing)|no longer|went away|is gone)\b"),
+       r"better|restor(?:e[sd]?|ing)|no longer|went away|is gone)\b"
+       # a change confirmed by its gain ("I just tested and can confirm a significant increase with GDRDMA enabled")
+       r"|\b(?:significant|big|large|huge|nice|noticeable|substantial|clear) (?:increase|improvement|boost|gain|speed-?up)\b"),
     # -- dtype, shape, cache
     _s("tf32-off", "pytorch", ("tensorfloat32", "float32_matmul_precision", "allow_tf32", "highest", "tf32",
                                "fp32", "float32"),
@@ -311,7 +355,8 @@ SIGNALS: tuple[Signal, ...] = (
        r"|is)\s*`?False\b|\bhighest\b\s*\(default\)"
        # JAX/XLA: float32 matmuls at precision HIGHEST do not use the tensor cores' TF32 mode
        r"|\bprecision\b\W{0,3}\s*(?:=|:)?\s*(?:jax\.lax\.Precision\.|lax\.Precision\.|Precision\.)?[\"']?HIGHEST\b"
-       r"|\bTF32\b.{0,30}\b(?:off|disabled|not enabled|False)\b|\b(?:fp32|float32)\b.{0,40}\b(?:instead of|rather than"
+       r"|\bTF32\b.{0,30}\b(?:off|disabled|not enabled|False)\b"
+       r"|\bTF32\b.{0,40}?\bonly (?:enabled|on|used|turned on)\b.{0,40}?\bnot\b|\b(?:fp32|float32)\b.{0,40}\b(?:instead of|rather than"
        r"|not)\b.{0,20}\b(?:tf32|bf16|fp16|half)\b"
        # a benchmark or burn that computes in FP32 by default ("burns using FP32 as a default")
        r"|\b(?:burn\w{0,3}|runs?|computes?|benchmarks?)\s+(?:using|with|in)\s+(?:FP32|float32)\b.{0,20}\bdefault\b"),
@@ -322,6 +367,7 @@ SIGNALS: tuple[Signal, ...] = (
     _s("dtype-slow-prose", "sentence", ("bf16", "bfloat16", "fp8", "float8", "e4m3", "e5m2", "fp16", "float16"),
        r"\b(?:BF16|bfloat16|FP8|float8\w{0,12}|e4m3\w{0,6}|e5m2\w{0,6}|FP16|float16)\b.{0,120}?(?:\bslow\w{0,3}\b"
        r"|\bhalf the speed\b|\bno (?:speed-?up|faster|gain|improvement)\b|\bnot (?:any )?faster\b|\bsame speed\b"
+       r"|\b(?:doesn'?t|does not|don'?t|do not|no|lacks?)\s(?:have\s)?(?:any\s)?optimi[sz]ed\s(?:[\w-]{1,20}\s){0,2}kernels?\b"
        r"|\bnot supported\b|\bunsupported\b|\bemulat\w{1,5}\b)"
        r"|(?:\bslow\w{0,3}\b|\bno (?:speed-?up|gain)\b|\bnot supported\b|\bemulat\w{1,5}\b"
        r"|\b(?:does not|doesn'?t|do not|don'?t) support\b).{0,80}?"
@@ -369,6 +415,11 @@ class Scan:
         names the cause the thread established (x4lib.doctor.findings.named_cause)."""
         return frozenset(i for i in self.lines_of("fix-prose")
                          if not clean(self.lines.lines[i - 1]).endswith("?"))   # a question proposes, it does not report
+
+    def cause_lines(self) -> frozenset[int]:
+        """The lines where a reply names a cause (``cause-prose``: "that is likely the reason", "usually due to"):
+        after a reported fix, a finding quoting one of them names the cause (x4lib.doctor.findings.named_cause)."""
+        return frozenset(self.lines_of("cause-prose"))
 
     def fragments(self) -> dict[str, int]:
         out: dict[str, int] = {}
@@ -476,10 +527,16 @@ def findings(sc: Scan, skip: frozenset = frozenset()) -> list[Finding]:
         add("net-plugin-missing", plugin + sc.lines_of("nccl-socket", "nccl-net-socket-env", "transport-prose")
             + ([busbw_hit(sc)[0]] if busbw_hit(sc) else []), measured=first_busbw(sc))
     # GPUDirect RDMA off: the NIC reads and writes host memory, and every transfer is staged through it
+    # (a transport fallback; where the report ties it to a software version, the version is the cause: "other")
     if not sc.has("nccl-socket", "nccl-ib-nodevice"):
-        add("gdr-not-enabled", sc.lines_of("nccl-gdr-off", "gdr-prose", "nccl-net-ib-no-gdr"),
-            "some HCAs have it (GPU Direct RDMA Enabled / GDRDMA lines too)" if sc.has("nccl-gdr-on") else "")
+        gdr = sc.lines_of("nccl-gdr-off", "gdr-prose", "nccl-net-ib-no-gdr")
+        some = "some HCAs have it (GPU Direct RDMA Enabled / GDRDMA lines too)" if sc.has("nccl-gdr-on") else ""
+        if gdr and sc.has("software-prose"):
+            add("gdr-disabled-by-version", gdr + sc.lines_of("software-prose"), some)
+        else:
+            add("gdr-not-enabled", gdr, some)
     _ib_rates(sc, add)
+    add("report-says-bond-single-qp", sc.lines_of("bond-single-qp"))
     # P2P through the CPU (enabled, but across root ports)
     # P2P was on where the reporter says turning it off helped (a fix line setting NCCL_P2P_DISABLE)
     p2p_off_fixed = bool(set(sc.lines_of("nccl-p2p-disable")) & sc.fix_lines())
@@ -513,7 +570,10 @@ def findings(sc: Scan, skip: frozenset = frozenset()) -> list[Finding]:
         if now < cap:
             add("pcie-width-downgraded", [i], f"x{now} of a possible x{cap}")
             break
-    add("report-says-pcie-slot", [i for i in sc.lines_of("pcie-prose") if "LnkSta" not in L.lines[i - 1]])
+    idle = sc.lines_of("pcie-idle-prose")
+    add("pcie-idle-link-speed", idle)
+    if not idle:  # a slow link the report itself explains by idling is no slot problem
+        add("report-says-pcie-slot", [i for i in sc.lines_of("pcie-prose") if "LnkSta" not in L.lines[i - 1]])
     add("pcie-aer-errors", sc.lines_of("dmesg-aer"))
     caps = sc.hits.get("lspci-lnkcap", ())
     for i, m in sc.hits.get("lspci-lnksta-full", ()):
@@ -562,6 +622,7 @@ def findings(sc: Scan, skip: frozenset = frozenset()) -> list[Finding]:
             measured, expected, detail = line_rate_expectation(sc, ev)
             add("line-rate-expected", ev, detail, measured, expected)
     add("package-peak-per-device", sc.lines_of("package-prose"))
+    add("two-node-tree", sc.lines_of("two-node-tree-prose"), "the report names the two-node tree")
     rows = [(i, float(m.group(2))) for i, m in sc.hits.get("nccltests-row", ())]
     for i, m in sc.hits.get("nccltests-avg", ()):
         avg = float(m.group(1))

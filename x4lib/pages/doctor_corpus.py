@@ -9,7 +9,9 @@ fourth (``held_out_4``, blind :data:`HELD_OUT_4_BLIND`, then five mechanisms) an
 by collectors who never read the rules while those five were written, scored once after them at
 :data:`HELD_OUT_5_BLIND`, then four more mechanisms) and a sixth (``held_out_6``, gathered the same way on 2026-11-28
 and scored once at :data:`HELD_OUT_6_BLIND`, then seven mechanisms from its misses) and a seventh (``held_out_7``,
-gathered the same way later that day, scored once at :data:`HELD_OUT_7_BLIND`, then five mechanisms from its misses).
+gathered the same way later that day, scored once at :data:`HELD_OUT_7_BLIND`, then five mechanisms from its misses)
+and an eighth (``held_out_8``, gathered by two collectors who never read the rules on 2026-11-28, scored once at
+:data:`HELD_OUT_8_BLIND`, then eight mechanisms from its misses).
 :func:`first_seen_table` sets each set's first score beside its score now, pooled.
 
 A case counts as named when the input's named cause (``InputReport.named_cause``: the most severe finding, then
@@ -54,14 +56,21 @@ HELD_OUT_6_BLIND = (1, 13)
 #: (clocks locked by hand; FP16 on compute capability 6.1; a run that computes in FP32 by default; a bidirectional
 #: figure named in Chinese; a build without a later one's optimisations), so no set is unseen now
 HELD_OUT_7_BLIND = (3, 12)
+#: the eighth set's blind score (commit a5da1f2), gathered on 2026-11-28 by two collectors who never read the rules or
+#: ran the doctor, scored once before any rule looked at it; then eight mechanisms were added looking at its misses
+#: (a reply that names a cause leads, after a reported fix; GPUDirect RDMA off counted as a transport fallback, or as
+#: a version's doing where the report names one; the two-node tree named in prose; a figure that adds both
+#: directions; a link slow at idle; one queue pair on a bonded port; a fix that ships in a release; TF32 enabled for
+#: one library only; power that follows the data), so no set is unseen now
+HELD_OUT_8_BLIND = (1, 16)
 #: the held-out sets in the order they were gathered (corpus.yaml keys)
-SETS = ("held_out", "held_out_2", "held_out_3", "held_out_4", "held_out_5", "held_out_6", "held_out_7")
+SETS = ("held_out", "held_out_2", "held_out_3", "held_out_4", "held_out_5", "held_out_6", "held_out_7", "held_out_8")
 #: the latest set (the page counts its refusals)
-LAST_SET = "held_out_7"
+LAST_SET = "held_out_8"
 #: each set's score when it was first run, before any rule was written looking at it (key -> (named, cases))
 FIRST_SCORES = {"held_out": HELD_OUT_1_BEFORE, "held_out_2": HELD_OUT_2_BLIND, "held_out_3": HELD_OUT_3_BLIND,
                 "held_out_4": HELD_OUT_4_BLIND, "held_out_5": HELD_OUT_5_BLIND, "held_out_6": HELD_OUT_6_BLIND,
-                "held_out_7": HELD_OUT_7_BLIND}
+                "held_out_7": HELD_OUT_7_BLIND, "held_out_8": HELD_OUT_8_BLIND}
 
 #: the corpus's categories (the issue's names) -> the doctor's categories (x4lib.doctor.findings.CATEGORIES)
 CATEGORY = {"transport-fallback": "tcp-fallback", "p2p-off": "p2p-disabled", "pcie-downtrained": "pcie-downtrained",
@@ -82,6 +91,7 @@ class CaseScore:
     held_out_5: bool
     held_out_6: bool
     held_out_7: bool
+    held_out_8: bool
     evidence_lines: tuple[int, ...]  # where the case's evidence line is in the text
     named_category: str | None  # the doctor's named cause, in the corpus's vocabulary (None: nothing, or exit 2)
     named_rule: str | None
@@ -120,7 +130,7 @@ def score_case(entry: dict) -> CaseScore:
     return CaseScore(entry["file"], entry["source"], entry["category"], bool(entry.get("held_out")),
                      bool(entry.get("held_out_2")), bool(entry.get("held_out_3")), bool(entry.get("held_out_4")),
                      bool(entry.get("held_out_5")), bool(entry.get("held_out_6")),
-                     bool(entry.get("held_out_7")), where,
+                     bool(entry.get("held_out_7")), bool(entry.get("held_out_8")), where,
                      back[cause["category"]] if cause else None, cause["rule"] if cause else None, ev, exit_code)
 
 
@@ -156,7 +166,7 @@ def first_seen_table(sets=SETS, first_scores=FIRST_SCORES):
     import pandas as pd
     sm = summary()
     labels = dict(zip(SETS, ("first quarter", "second set", "third set", "fourth set", "fifth set", "sixth set",
-                                "seventh set")))
+                                "seventh set", "eighth set")))
     rows = [{"set": labels[k], "cases": first_scores[k][1], "named when first seen": first_scores[k][0],
              "first seen %": pct(first_scores[k]), "named now": sm[k][0], "now %": pct(sm[k])}
             for k in sets]
@@ -177,7 +187,7 @@ def category_table(sets=SETS):
     import pandas as pd
     sm = summary()
     labels = dict(zip(SETS, ("held out", "second set", "third set", "fourth set", "fifth set", "sixth set",
-                                "seventh set")))
+                                "seventh set", "eighth set")))
     # (blind scores of the sets: HELD_OUT_1_BEFORE, HELD_OUT_2_BLIND, HELD_OUT_3_BLIND, HELD_OUT_4_BLIND, ...)
     rows = []
     for c, v in sm["by_category"].items():
@@ -199,7 +209,7 @@ def category_table(sets=SETS):
 
 def case_table(held_out: bool | None = None, held_out_2: bool | None = None, held_out_3: bool | None = None,
                held_out_4: bool | None = None, held_out_5: bool | None = None, held_out_6: bool | None = None,
-               held_out_7: bool | None = None):
+               held_out_7: bool | None = None, held_out_8: bool | None = None):
     """One row per case: the thread's category, what the doctor named, whether the evidence line was quoted
     (``held_out``/``held_out_2``/``held_out_3``: only the cases of that set, or only the others)."""
     import pandas as pd
@@ -208,14 +218,15 @@ def case_table(held_out: bool | None = None, held_out_2: bool | None = None, hel
                           "rule": r.named_rule or "", "evidence line quoted": r.evidence_found,
                           "named": r.named, "held out": r.held_out, "second set": r.held_out_2,
                           "third set": r.held_out_3, "fourth set": r.held_out_4, "fifth set": r.held_out_5,
-                          "sixth set": r.held_out_6, "seventh set": r.held_out_7}
+                          "sixth set": r.held_out_6, "seventh set": r.held_out_7, "eighth set": r.held_out_8}
                          for r in scores() if (held_out is None or r.held_out == held_out)
                          and (held_out_2 is None or r.held_out_2 == held_out_2)
                          and (held_out_3 is None or r.held_out_3 == held_out_3)
                          and (held_out_4 is None or r.held_out_4 == held_out_4)
                          and (held_out_5 is None or r.held_out_5 == held_out_5)
                          and (held_out_6 is None or r.held_out_6 == held_out_6)
-                         and (held_out_7 is None or r.held_out_7 == held_out_7)]).set_index("case")
+                         and (held_out_7 is None or r.held_out_7 == held_out_7)
+                         and (held_out_8 is None or r.held_out_8 == held_out_8)]).set_index("case")
 
 
 def worked_case(file: str, context: int = 2) -> str:
