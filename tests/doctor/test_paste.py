@@ -257,6 +257,8 @@ def test_acsctl_in_hex_is_read():
      "report-says-thermal"),
     (["You need a flag in order to not skip p2pTransport on this PCIe switch."], "report-says-p2p-off"),
     (["If GPU Direct RDMA is not available, traffic goes through host memory."], "gdr-not-enabled"),
+    (["The workload uses FP16, for which MIOpen doesn't have optimized convolution kernels for gfx900."],
+     "dtype-kernels-missing"),
 ])
 def test_general_signals_name_their_rule(lines, rule):
     text = "Some context first.\n\n" + "\n".join(lines) + "\n"

@@ -14,7 +14,7 @@ held_out_6) was gathered the same way on 2026-11-28 while five more mechanisms w
 them (1 of 13); seven mechanisms were then added looking at its misses. The seventh set (entries 110-121,
 held_out_7) was gathered the same way later that day and scored once before any change (3 of 12); five mechanisms
 were then added looking at its misses. The eighth set (entries 122-137, held_out_8) was gathered the same way and
-scored once before any change (1 of 16); eight mechanisms were then added looking at its misses, and two earlier
+scored once before any change (1 of 16); nine mechanisms were then added looking at its misses, and two earlier
 cases were relabelled (GPUDirect RDMA off for a missing module: a transport fallback). The first-seen
 scores are pinned beside the
 scores now. The numbers are
@@ -63,13 +63,13 @@ def test_the_corpus_is_stored_whole_with_provenance_and_a_held_out_quarter():
 
 def test_the_score_is_the_doctors_on_every_case():
     s = dc.summary()
-    assert s["all"] == (117, 137) and s["written_against"] == (34, 34) and s["held_out"] == (11, 11)
+    assert s["all"] == (118, 137) and s["written_against"] == (34, 34) and s["held_out"] == (11, 11)
     assert s["held_out_2"] == (10, 13) and dc.HELD_OUT_2_BLIND == (3, 13) and s["held_out_3"] == (7, 14)
     assert dc.HELD_OUT_1_BEFORE == (5, 11) and dc.HELD_OUT_3_BLIND == (4, 14) and s["held_out_4"] == (11, 11)
     assert dc.HELD_OUT_4_BLIND == (3, 11) and dc.HELD_OUT_5_BLIND == (5, 13) and s["held_out_5"] == (13, 13)
     assert dc.HELD_OUT_6_BLIND == (1, 13) and s["held_out_6"] == (9, 13)
     assert dc.HELD_OUT_7_BLIND == (3, 12) and s["held_out_7"] == (8, 12)
-    assert dc.HELD_OUT_8_BLIND == (1, 16) and s["held_out_8"] == (14, 16)
+    assert dc.HELD_OUT_8_BLIND == (1, 16) and s["held_out_8"] == (15, 16)
     assert s["refused"] == 1 and s["refused_held_out"] == 0
     assert sum(v[1] for v in s["by_category"].values()) == 137 and sum(v[5] for v in s["by_category"].values()) == 13
     assert sum(v[7] for v in s["by_category"].values()) == 14 and sum(v[9] for v in s["by_category"].values()) == 11
@@ -83,21 +83,21 @@ def test_the_score_is_the_doctors_on_every_case():
 def test_the_issue_targets_where_they_stand():
     s = dc.summary()
     assert dc.pct(s["written_against"]) >= 85
-    # 85.4 % of the corpus (target 85 %) and the first held-out quarter at 100 %
+    # 86.1 % of the corpus (target 85 %) and the first held-out quarter at 100 %
     # (target 75 %), only after every set had been seen (the quarter was 45.5 % when first scored, the sixth set 1 of
     # 13, the seventh 3 of 12, the eighth 1 of 16); on reports first seen, pooled over the eight sets, 25 of 103
     # (24.3 %) — the honest measure, reported on the page
-    assert dc.pct(s["all"]) == pytest.approx(85.4) and dc.pct(s["held_out"]) == pytest.approx(100.0)
+    assert dc.pct(s["all"]) == pytest.approx(86.1) and dc.pct(s["held_out"]) == pytest.approx(100.0)
     assert dc.pct(s["held_out_3"]) == pytest.approx(50.0) and dc.pct(s["held_out_2"]) == pytest.approx(76.9)
     first = dc.first_seen_table()
     assert first.loc["pooled", "named when first seen"] == 25 and first.loc["pooled", "cases"] == 103
-    assert first.loc["pooled", "first seen %"] == pytest.approx(24.3) and first.loc["pooled", "named now"] == 83
+    assert first.loc["pooled", "first seen %"] == pytest.approx(24.3) and first.loc["pooled", "named now"] == 84
     assert list(first["named when first seen"][:8]) == [5, 3, 4, 3, 5, 1, 3, 1]
 
 
 def test_the_page_tables_and_worked_cases():
     t = dc.category_table()
-    assert t.loc["all", "named"] == 117 and t.loc["held out", "named %"] == pytest.approx(100.0)
+    assert t.loc["all", "named"] == 118 and t.loc["held out", "named %"] == pytest.approx(100.0)
     assert t.loc["sixth set", "named"] == 9 and t.loc["all", "sixth set"] == 13
     assert t.loc["second set", "named"] == 10 and t.loc["all", "second set"] == 13
     assert t.loc["third set", "named"] == 7 and t.loc["all", "third set"] == 14
@@ -121,4 +121,4 @@ def test_the_page_tables_and_worked_cases():
     cases7 = dc.case_table(held_out_7=True)
     assert len(cases7) == 12 and cases7["named"].sum() == 8
     cases8 = dc.case_table(held_out_8=True)
-    assert len(cases8) == 16 and cases8["named"].sum() == 14
+    assert len(cases8) == 16 and cases8["named"].sum() == 15

@@ -215,7 +215,7 @@ RULE_IDS = ("net-socket-multinode", "net-socket-nodes-unknown", "p2p-not-support
             "ib-width-not-adapters", "report-says-cross-socket", "report-says-bond-single-qp", "report-says-nic-pairing", "cpu-binding",
             "pcie-link-below-another",
             "report-says-pcie-slot", "pcie-aer-errors", "clock-reason-in-paste", "report-says-thermal", "gpu-xid",
-            "tf32-not-enabled", "dtype-not-native", "fp16-accumulate-gemm", "cache-flattered", "shape-kernel-choice",
+            "tf32-not-enabled", "dtype-not-native", "dtype-kernels-missing", "fp16-accumulate-gemm", "cache-flattered", "shape-kernel-choice",
             "line-rate-expected", "sparse-peak-expected", "package-peak-per-device",
             "avg-busbw-not-peak", "report-says-software-version", "report-says-fabric",
             # a Lab 02 training step (x4lib.doctor.step_check)
@@ -236,7 +236,7 @@ CAUSE_ORDER = (
     "clocks-locked", "clock-reason-in-paste", "report-says-thermal", "sw-power-cap-busy", "clock-low-cause-unrecorded",
     "captured-idle", "remapping-failed", "ecc-uncorrectable", "remapped-rows-pending", "gpu-xid", "mig-enabled",
     "nccl-maxsharedmem", "test-failed", "log-check-failed", "one-rank", "fp32-used-tf32", "tf32-not-enabled",
-    "dtype-not-native", "fp16-accumulate-gemm",
+    "dtype-not-native", "dtype-kernels-missing", "fp16-accumulate-gemm",
     "cache-flattered", "shape-kernel-choice", "rate-above-peak", "matmul-below-expected",
     "memory-bw-below-expected", "no-compute-bound-shape", "lab02-term-off", "nvls-above-line-rate", "two-node-tree",
     "one-thread-many-gpus",

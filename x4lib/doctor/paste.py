@@ -367,11 +367,17 @@ SIGNALS: tuple[Signal, ...] = (
     _s("dtype-slow-prose", "sentence", ("bf16", "bfloat16", "fp8", "float8", "e4m3", "e5m2", "fp16", "float16"),
        r"\b(?:BF16|bfloat16|FP8|float8\w{0,12}|e4m3\w{0,6}|e5m2\w{0,6}|FP16|float16)\b.{0,120}?(?:\bslow\w{0,3}\b"
        r"|\bhalf the speed\b|\bno (?:speed-?up|faster|gain|improvement)\b|\bnot (?:any )?faster\b|\bsame speed\b"
-       r"|\b(?:doesn'?t|does not|don'?t|do not|no|lacks?)\s(?:have\s)?(?:any\s)?optimi[sz]ed\s(?:[\w-]{1,20}\s){0,2}kernels?\b"
        r"|\bnot supported\b|\bunsupported\b|\bemulat\w{1,5}\b)"
        r"|(?:\bslow\w{0,3}\b|\bno (?:speed-?up|gain)\b|\bnot supported\b|\bemulat\w{1,5}\b"
        r"|\b(?:does not|doesn'?t|do not|don'?t) support\b).{0,80}?"
        r"\b(?:BF16|bfloat16|FP8|float8\w{0,12}|e4m3\w{0,6}|e5m2\w{0,6}|FP16|float16)\b"),
+    # a library without fast kernels for a dtype on this GPU ("FP16 ..., for which MIOpen doesn't have optimized
+    # convolution kernels for GFX900 GPUs")
+    _s("dtype-no-kernels-prose", "sentence", ("optimized", "optimised", "kernels for"),
+       r"\b(?:BF16|bfloat16|FP8|float8\w{0,12}|FP16|float16|half|INT8|int8)\b.{0,120}?\b(?:doesn'?t|does not|don'?t|do not|"
+       r"no|lacks?|without)\s(?:have\s)?(?:any\s)?(?:optimi[sz]ed|fast|tuned)\s(?:[\w-]{1,20}\s){0,2}kernels?\b"
+       r"|\b(?:doesn'?t|does not|don'?t|do not|no|lacks?)\s(?:have\s)?(?:any\s)?(?:optimi[sz]ed|fast|tuned)\s(?:[\w-]{1,20}\s)"
+       r"{0,2}kernels?\b.{0,60}?\b(?:BF16|bfloat16|FP8|FP16|float16|half|INT8)\b"),
     # a package's figure against one of its dies: "measured on a single GCD, while the 383 TFLOPs ... is for 2 GCDs"
     _s("package-prose", "sentence", ("gcd", "die"),
        r"\b(?:a single|one|per|each|1)\s+(?:GCD|die)\b.{0,160}?\b(?:2|two|both)\s+(?:GCDs|dies)\b"
@@ -637,6 +643,7 @@ def findings(sc: Scan, skip: frozenset = frozenset()) -> list[Finding]:
     native = dtype_not_native(sc)
     if native:
         add("dtype-not-native", native[0], native[1])
+    add("dtype-kernels-missing", sc.lines_of("dtype-no-kernels-prose"))
     add("fp16-accumulate-gemm", sc.lines_of("fp16-compute-gemm"))
     add("cache-flattered", sc.lines_of("cache-flattered"))
     add("shape-kernel-choice", sc.lines_of("shape-kernel"))
