@@ -9,9 +9,8 @@ Used in: book/lab-00-roofline.md, book/lab-01-collectives.md.
 """
 from __future__ import annotations
 
-import re
-
 import functools
+import re
 from pathlib import Path
 from x4lib import paths
 

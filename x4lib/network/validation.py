@@ -277,7 +277,6 @@ def fit_ring_channel_rate(names) -> float:
     ring's Δ and η (refitted at each rate of RING_CHANNEL_GRID_BPS, per scale) fit the rows of ``names`` best: the
     least sum of squared relative residuals. 0 (no cap) where no rate does better than none, or no such rows. The
     rows where the cap binds fix the rate; the rows of runs that reach the NIC's rate fix η."""
-    import numpy as np
     pts = ring_channel_points(names)
     if not pts:
         return 0.0
@@ -296,7 +295,7 @@ def fit_ring_channel_rate(names) -> float:
         c = cost(rate)
         if c < best_cost * (1 - 1e-9):
             best, best_cost = rate, c
-    return float(np.round(best, 3))
+    return float(best)
 
 
 def _fit_pair(p):

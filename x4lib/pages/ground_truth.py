@@ -151,18 +151,16 @@ def single_gpu_terms() -> dict:
     (the rest), predicted against measured, per device; display units (ms, %). The runs' devices, the model's
     optimizer bytes per parameter and autocast's cast bytes come with them."""
     import statistics
-    from x4lib.harness import runs
-    from x4lib.training import calibration, stack as stk, validate
+    from x4lib.training import stack as stk, validate
     c = validate.loso_constants("single-gpu")
     out: dict = {}
     by_dev: dict = {}
-    for r, s in zip(gt.rows("single-gpu"), validate.steps("single-gpu")):
-        res = runs.load_run(gt.LAB02_RUNS / r.row_id, "lab02").results
-        m = calibration.measured_step(next(t for t in res["check"]["training"] if t["ranks_n"] == 1), "wall")
+    rows = gt.rows("single-gpu")
+    for r, s in zip(rows, validate.steps("single-gpu")):
+        m = gt.lab02_measured(r.row_id)
         opt = s.exposed["optimizer"]
         # the same bytes through the memory term's fitted multiplier at the full HBM bandwidth (the way before)
-        opt_mult = c.memory * r.shape.layers * r.shape.layer_params() * r.stack.optimizer_B_per_param \
-            / r.device.memory_bw_Bps
+        opt_mult = c.memory * opt * stk._copy_fraction(r.device.id)
         by_dev.setdefault(r.device.id, []).append(((s.time_s(c) - opt) / (m["forward"] + m["backward"]) - 1,
                                                    opt / m["optimizer"] - 1, r.params, opt_mult / m["optimizer"] - 1))
     for dev, v in by_dev.items():
@@ -171,7 +169,7 @@ def single_gpu_terms() -> dict:
         out[f"sg_{k}_fb_err"] = 100 * statistics.median(x[0] for x in v)
         out[f"sg_{k}_opt_err"] = 100 * statistics.median(x[1] for x in v)
         out[f"sg_{k}_opt_mult_err"] = 100 * statistics.median(x[3] for x in v)
-    st = stk.stack(stk.document()["sources"]["single-gpu"]["stack"])
+    st = rows[0].stack
     out["sg_params_b"] = next(iter(by_dev.values()))[0][2] / 1e9
     out["sg_opt_B"] = st.optimizer_B_per_param
     out["sg_fused_B"] = stk.OPTIMIZER_B_PER_PARAM

@@ -165,11 +165,21 @@ def _published_row(r: Mapping, doc: Mapping) -> Row:
                clusters.get(r["cluster"]).nics_per_node, st, gbs, step, "", tuple(r["not_stated"]), r["source"])
 
 
+@functools.lru_cache(maxsize=64)
+def lab02_measured(run_id: str) -> Mapping[str, float]:
+    """The measured terms [s] of a Lab 02 run's one-process check training (forward, backward, optimizer, step:
+    x4lib.training.calibration.measured_step on the run's own clock); empty for a run without one."""
+    from x4lib.harness import runs
+    from x4lib.training import calibration
+    res = runs.load_run(LAB02_RUNS / run_id, "lab02").results
+    one = [tr for tr in (res.get("check") or {}).get("training", ()) if tr["ranks_n"] == 1]
+    return calibration.measured_step(one[0], calibration.default_clock(res)) if one else {}
+
+
 def _lab02_gpu_row(run_dir) -> Row | None:
     """The single-gpu row of one Lab 02 run: its check training on one GPU (None for a CPU run or one without a
     check): the run's own shape and batch, the device it detected, the median step after the warm-up."""
     from x4lib.harness import runs
-    from x4lib.training import calibration
     res = runs.load_run(run_dir, "lab02").results
     chk = res.get("check") or {}
     dev_id = res["device"].get("catalog_id")
@@ -180,7 +190,7 @@ def _lab02_gpu_row(run_dir) -> Row | None:
     shape = stk.Shape(sh["layers"], sh["hidden"], sh["heads"], sh["kv_heads"], sh["ffn"], True, sh["vocab"], sh["seq"])
     setup = stk.Setup(sh["tp"], 1, 1, 1, 0, sh["micro_batch"], 1, "none")
     dev = specs.get(dev_id)
-    step = calibration.measured_step(one[0], calibration.default_clock(res))["step"]
+    step = lab02_measured(run_dir.name)["step"]
     return Row("single-gpu", run_dir.name, f"{sh['layers']} layers of {sh['model']} on {dev.id}",
                float(one[0]["ranks"][0]["params"]), shape, setup, 1, dev, _cluster(dev.id, "2x8-h100-ib400"), 1,
                stk.stack(stk.document()["sources"]["single-gpu"]["stack"]), sh["micro_batch"], step, "", (),
