@@ -17,7 +17,9 @@ other collectives of a run whose AllReduce log is scored).
 Scores are model busbw / measured busbw (= measured time / model time) per row, grouped by fabric (the log's
 ``kind``) and size class (<= 1 MiB, 1-64 MiB, >= 128 MiB). Targets (issue 29): rows of 128 MiB and more within
 10 % median per fabric and no cluster's median above 15 %; the 1 MiB row within a factor of 1.5 on every cluster.
-Logs the model does not describe (status not_modelled) are listed with that label and never predicted.
+Logs the model does not describe (status not_modelled) are listed with that label and never predicted; a counted
+log whose measured times are not those of a steady run (:func:`first_unsteady_doubling`, a test of the measurements
+alone) is flagged like the logs public_logs.yaml flags, shown and never counted (:func:`log_status`).
 Used in: book/lab-01-collectives.md.
 """
 from __future__ import annotations
@@ -36,6 +38,8 @@ MIN_ROW_B = 2**16
 TARGET_LARGE_MEDIAN = 0.10
 TARGET_LARGE_CLUSTER = 0.15
 TARGET_SMALL_FACTOR = 1.5
+#: the steady-rate test (:func:`unsteady_step`) reads a log's rows from this size
+STEADY_FROM_B = 2**27
 #: a fit row whose relative residual exceeds this after a first fit is dropped (an outlier row of a log), then refit
 OUTLIER_REL = 0.5
 #: fewest rows a pair needs to be fitted; fewer: NCCL's own price
@@ -193,7 +197,7 @@ def _option(name: str, size_B: int):
 
 def fit_names() -> list[str]:
     """The logs the calibration is fitted on (public_logs.yaml role: fit, counted logs only)."""
-    return [n for n, e in _logs().items() if e.get("role") == "fit" and e["status"] == "use"]
+    return [n for n, e in _logs().items() if e.get("role") == "fit" and log_status(n)[0] == "use"]
 
 
 def fit_pairs(name: str) -> frozenset | None:
@@ -331,9 +335,10 @@ def row_scores(calib: Calibration | None = None) -> list[dict]:
     calib = calibration() if calib is None else calib
     out = []
     for name, e in _logs().items():
-        status = e["status"].replace("_", " ")
+        state = log_status(name)[0]
+        status = state.replace("_", " ")
         log, cluster = _log(name)
-        for r in _rows(name) if e["status"] != "not_modelled" else [x for x in log.rows if x.out_of_place and
+        for r in _rows(name) if state != "not_modelled" else [x for x in log.rows if x.out_of_place and
                                                                      x.size_B >= MIN_ROW_B]:
             base = {"file": name, "fabric": e["kind"], "split": status, "size (B)": r.size_B,
                     "measured time (µs)": measured_s(r) * 1e6, "version": log_version(e)}
@@ -344,20 +349,48 @@ def row_scores(calib: Calibration | None = None) -> list[dict]:
             t = max(coll.achieved_time_s(o, r.size_B, cluster, calib), host_s(name, o, r.size_B, calib))
             meas = measured_s(r)
             pair = f"{o.algorithm}/{o.protocol}"
-            if e["status"] == "use":
+            if state == "use":
                 base["split"] = "fit" if is_fit_row(name, pair, calib) else "held out"
             out.append({**base, "pair": pair, "model time (µs)": t * 1e6,
                         "model / measured": meas / t, "NCCL estimate / measured": meas / o.time_s})
     return out
 
 
-def least_doubling_growth(name: str, from_B: int = 2**27) -> float | None:
-    """The least ratio of measured times between two rows of a log from ``from_B`` where the size doubles; None
-    where it has no such pair. Where the bandwidth term dominates, a doubling of the bytes nearly doubles the time;
-    a ratio near 1 says the smaller row was not at the run's steady rate."""
-    rows = [r for r in _rows(name) if r.size_B >= from_B]
-    ratios = [measured_s(b) / measured_s(a) for a, b in zip(rows, rows[1:]) if b.size_B == 2 * a.size_B]
-    return min(ratios) if ratios else None
+def first_unsteady_doubling(times_s: dict[int, float], from_B: int = STEADY_FROM_B) -> tuple[int, float, float] | None:
+    """The first size S >= ``from_B`` of a run's times (size [B] -> time [s]) where the time added by doubling 2S is
+    less than the time added by doubling S (t(4S) − t(2S) < t(2S) − t(S)), as (S [B], that first increment [s], the
+    next [s]); None where every such triple of sizes passes. Measurements alone, no model: a steady cost a + S/B adds
+    twice as much per doubling; where NCCL switches at 2S to a faster algorithm (B1 ≤ B2, fixed costs a1, a2), the
+    first increment is a2 − a1 + S(2/B2 − 1/B1) and the next 2S/B2, larger by S/B1 − (a2 − a1): positive unless the
+    fixed costs differ by more than the time of S bytes at the slower rate, which from 128 MiB (half a millisecond
+    on the stored fabrics, Lab 01) no NCCL latency does. A run failing it did not run its smaller rows at the steady
+    rate its larger ones reached (too few warm-up iterations, another job, a link still training)."""
+    t = {s: x for s, x in times_s.items() if s >= from_B}
+    for s in sorted(t):
+        if 2 * s in t and 4 * s in t and t[4 * s] - t[2 * s] < t[2 * s] - t[s]:
+            return s, t[2 * s] - t[s], t[4 * s] - t[2 * s]
+    return None
+
+
+def unsteady_step(name: str, from_B: int = STEADY_FROM_B) -> tuple[int, float, float] | None:
+    """:func:`first_unsteady_doubling` of a stored log's measured times (:func:`measured_s`)."""
+    return first_unsteady_doubling({r.size_B: measured_s(r) for r in _rows(name)}, from_B)
+
+
+def log_status(name: str) -> tuple[str, str | None]:
+    """A stored log's status for scoring and why: public_logs.yaml's (use, flagged, not_modelled; its ``why``),
+    except that a counted log failing the steady-rate test (:func:`unsteady_step`) is flagged, with the rows that
+    fail it as the reason."""
+    e = _logs()[name]
+    if e["status"] == "use":
+        bad = unsteady_step(name)
+        if bad is not None:
+            from x4lib.network import sizes
+            s, d1, d2 = bad
+            return "flagged", (f"not at a steady rate: doubling {sizes.label(2 * s)} to {sizes.label(4 * s)} adds "
+                               f"{d2 * 1e6:,.0f} µs, less than the {d1 * 1e6:,.0f} µs that doubling "
+                               f"{sizes.label(s)} added")
+    return e["status"], e.get("why")
 
 
 def short_name(name: str) -> str:

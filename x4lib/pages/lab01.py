@@ -12,7 +12,7 @@ import statistics
 import math
 
 from x4lib import paths
-from x4lib.network import clusters, collectives as coll, nccl_log, nccl_tests, nccl_tuner, sizes
+from x4lib.network import clusters, collectives as coll, nccl_log, nccl_tests, nccl_tuner, sizes, validation
 from x4lib.harness import fitting
 from x4lib.catalog import published
 from x4lib.harness.runs import Run
@@ -351,17 +351,18 @@ def validation_rows() -> list[dict]:
     for name, entry in published.public_logs().items():
         log = read_public(name)
         cluster = published.log_cluster(name)
+        status, why = validation.log_status(name)
         for S in lab_sizes_B():
             row = nearest_row(log, S)
             base = {"log": _short_name(name), "file": name, "source": entry["source"], "kind": entry["kind"],
-                    "status": entry["status"], "lab size": sizes.label(S),
+                    "status": status, "lab size": sizes.label(S),
                     "row": f"{sizes.label(row.size_B)} row" if row else "no row", "row (B)": row.size_B if row else None,
                     "measured busbw (GB/s)": row.out_of_place.busbw_gb_s if row else None,
                     "forced": entry["nccl_algo"] or "default"}
             if row is None or cluster is None:
                 out.append({**base, "compared with": "—", "model busbw (GB/s)": None, "measured / model": None,
                             "counted": False,
-                            "cause": entry.get("why", "no row of the log within a factor of 2 of this size")})
+                            "cause": why or "no row of the log within a factor of 2 of this size"})
                 continue
             pred = coll.predict("all_reduce", row.size_B, cluster, algorithm=entry["nccl_algo"])
             model = pred.busbw_Bps / 1e9
@@ -372,10 +373,10 @@ def validation_rows() -> list[dict]:
             ratio = row.out_of_place.busbw_gb_s / model
             note = entry["notes"].get(_SIZE_NAMES[S]) or entry["notes"].get("all")
             auto = _auto_cause(log, row, pred, ratio, compared, cluster)
-            cause = entry.get("why") if entry["status"] != "use" else \
+            cause = why if status != "use" else \
                 (auto if auto.startswith(("within", "start-up", "busbw above")) or not note else note)
             out.append({**base, "compared with": compared, "model busbw (GB/s)": model, "measured / model": ratio,
-                        "counted": entry["status"] == "use", "cause": cause})
+                        "counted": status == "use", "cause": cause})
     return out
 
 

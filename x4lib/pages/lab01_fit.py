@@ -5,6 +5,7 @@ per fabric, size class and log; NCCL's own tuning outputs beside the model; the 
 from __future__ import annotations
 
 from x4lib.network import clusters, collectives as coll, sizes
+from x4lib.catalog import published
 
 
 def fabric_validation_table(rows: list[dict] | None = None):
@@ -66,8 +67,8 @@ def cluster_validation_table(calib=None):
 
 
 def fabric_targets_markdown(rows: list[dict] | None = None) -> str:
-    """The sentence under the fabric table (every number computed): targets met and missed on held-out logs, and
-    for each miss the log that sets it with its model/measured ratio."""
+    """The sentence under the fabric table (every number computed): targets met and missed on held-out logs, for
+    each miss the log that sets it with its model/measured ratio, and the flagged logs (validation.log_status)."""
     from x4lib.network import validation
     rows = validation.validation_rows() if rows is None else rows
     s = validation.target_summary(rows)
@@ -79,6 +80,9 @@ def fabric_targets_markdown(rows: list[dict] | None = None) -> str:
            f"({'; '.join(s['met'])}) and missed for {len(s['missed'])}."]
     if why:
         out.append(f"The misses, and the log that sets each: {why}.")
+    flagged = [validation.short_name(n) for n in published.public_logs() if validation.log_status(n)[0] == "flagged"]
+    if flagged:
+        out.append(f"Flagged, shown and not counted: {', '.join(flagged)}.")
     out.append(f"Not modelled, so not predicted: {', '.join(s['not_modelled'])}.")
     return " ".join(out)
 
