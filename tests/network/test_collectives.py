@@ -278,6 +278,29 @@ def test_cli_tuner_csv_writes_the_plugin_file(tmp_path):
     assert rows[-1].startswith("allreduce,") and rows[-1].split(",")[2] == str(2**64 - 1)
 
 
+def test_cli_calibrated_times_nccls_pick_with_lab01s_fit():
+    import dataclasses
+    from x4lib.network import validation
+    args = ("collective-predict", "--cluster", "2x8-h100-ib400", "--nodes", "8", "--sizes", "1M,1G", "--algorithm",
+            "ring", "--json")
+    bare, cal = (json.loads(run_cli(*args, *extra).stdout) for extra in ((), ("--calibrated",)))
+    jsonschema.validate(cal, load_schema("collective_predict_output.schema.json"))
+    assert bare["timing"] == "nccl-estimate" and bare["calibrated_on"] == []
+    assert cal["timing"] == "calibrated" and cal["calibrated_on"] == list(validation.calibration().fitted_on)
+    eight = dataclasses.replace(clusters.get("2x8-h100-ib400"), nodes=8)
+    for b, k in zip(bare["rows"], cal["rows"]):
+        assert (b["algorithm"], b["protocol"]) == (k["algorithm"], k["protocol"])  # NCCL's choice is unchanged
+        want = co.predict("all_reduce", k["size_bytes"], eight, algorithm="ring", calibration=validation.calibration())
+        assert k["time_us"] == pytest.approx(want.time_s * 1e6)
+    # the ring across 8 nodes at 1 GiB is capped by its launched channels: slower than NCCL's own estimate
+    assert cal["rows"][1]["time_us"] > 1.1 * bare["rows"][1]["time_us"]
+
+
+def test_cli_calibrated_is_for_all_reduce_only():
+    r = run_cli("collective-predict", "--cluster", "2x8-h100-ib400", "--collective", "all_gather", "--calibrated")
+    assert r.returncode == 2 and "Traceback" not in r.stderr and "AllReduce" in r.stderr.strip().splitlines()[-1]
+
+
 @pytest.mark.parametrize("flags", [["--nccl-version", "newest"], ["--tuner-csv", "/no/such/dir/x.conf"]])
 def test_cli_bad_version_or_path_is_one_line_exit_2(flags):
     r = run_cli("collective-predict", "--cluster", "2x8-h100-ib400", *flags)

@@ -432,7 +432,7 @@ def tuner_csv(cluster: Cluster, nccl_version: str | None = None) -> str:
 def cli_arguments(p) -> None:
     from x4lib import cli
     p.usage = ("%(prog)s [--collective C] (--cluster ID | --nodes N --gpus-per-node G --intra-gb-s B ...) "
-               "[--sizes S,...] [--algorithm A] [--protocol P] [--json]")
+               "[--sizes S,...] [--algorithm A] [--protocol P] [--calibrated] [--json]")
     p.description = ("NCCL's own cost model (src/graph/tuning.cc, v2.30.7-1) of a collective's time, algbw and busbw "
                      "(nccl-tests conventions) on a cluster preset (x4lib/data/clusters.yaml) or a custom cluster: "
                      "the (algorithm, protocol) NCCL would pick at each size. Link rates are per direction; "
@@ -468,6 +468,10 @@ def cli_arguments(p) -> None:
                    help="fraction of the NIC line rate (default: NCCL's own graph speed)")
     p.add_argument("--nccl-version", help="price with that NCCL's tuner tables, e.g. 2.26.2 (default 2.30.7; "
                    "bands in x4lib/data/nccl_tuning.yaml version_bands)")
+    p.add_argument("--calibrated", action="store_true",
+                   help="time the pair NCCL picks with Lab 01's calibration (fitted on stored AllReduce logs: extra "
+                        "fixed cost and efficiency per algorithm/protocol, the ring's rate per channel across nodes) "
+                        "instead of NCCL's bare estimate; all_reduce only, without the host's time per call")
     p.add_argument("--tuner-csv", metavar="FILE", help="also write the model's choice for every tuned collective and "
                    "every size as NCCL's example tuner-plugin CSV (nccl_tuner.conf format) to FILE")
     p.add_argument("--json", action="store_true", help="machine-readable output "
@@ -529,13 +533,16 @@ def cluster_from_args(args) -> Cluster:
 
 
 def predict_table(collective: str, sizes_B: list[int], cluster: Cluster, in_network: bool | None = None,
-                  algorithm: str | None = None, protocol: str | None = None, nccl_version: str | None = None) -> dict:
-    """The CLI's JSON document (display units: µs, GB/s = 1e9 B/s); see collective_predict_output.schema.json."""
+                  algorithm: str | None = None, protocol: str | None = None, nccl_version: str | None = None,
+                  calibration: Calibration | None = None) -> dict:
+    """The CLI's JSON document (display units: µs, GB/s = 1e9 B/s); see collective_predict_output.schema.json.
+    ``calibration``: time each row's pair with it (achieved_time_s) instead of NCCL's estimate; ``timing`` says
+    which."""
     from x4lib.network import sizes
     rows = []
     for size in sizes_B:
         pr = predict(collective, size, cluster, in_network=in_network, algorithm=algorithm, protocol=protocol,
-                     nccl_version=nccl_version)
+                     nccl_version=nccl_version, calibration=calibration)
         rows.append({"size_bytes": int(size), "size_label": sizes.format_size(int(size)),
                      "time_us": pr.time_s * 1e6, "algbw_gb_s": pr.algbw_Bps / 1e9, "busbw_gb_s": pr.busbw_Bps / 1e9,
                      "algorithm": pr.algorithm, "protocol": pr.protocol, "channels": pr.channels,
@@ -545,6 +552,8 @@ def predict_table(collective: str, sizes_B: list[int], cluster: Cluster, in_netw
             "model_version": MODEL_VERSION, "algorithm_requested": algorithm or "auto",
             "protocol_requested": protocol or "auto",
             "nccl_version_priced": nccl_version or nccl_tuner.tuning()["nccl"]["tag"],
+            "timing": "calibrated" if calibration else "nccl-estimate",
+            "calibrated_on": list(calibration.fitted_on) if calibration else [],
             "rows": rows, "assumptions": cluster_summary(cluster)}
 
 
@@ -552,7 +561,9 @@ def _text(doc: dict, cluster: Cluster) -> str:
     a = doc["assumptions"]
     lines = [f"{doc['collective']} on {doc['cluster']}: {a['nodes']} node(s) x {a['gpus_per_node']} GPUs "
              f"= {doc['n_ranks']} ranks; NCCL {doc['nccl_version_priced']} cost model, t = α + S / algbw per algorithm and "
-             f"protocol (x4lib model v{doc['model_version']})",
+             f"protocol (x4lib model v{doc['model_version']})" + (
+                 f"; the pair NCCL picks timed with Lab 01's calibration (fitted on {len(doc['calibrated_on'])} stored "
+                 f"logs)" if doc.get("timing") == "calibrated" else ""),
              f"  intra-node: {a['intra_link']}, {a['intra_bw_gb_s_per_direction_per_gpu']:g} GB/s per GPU per "
              f"direction; NCCL sees {a['intra_nccl_gb_s_per_direction_per_gpu']:.1f} GB/s ({a['arch']})"]
     if cluster.nic and cluster.nodes > 1:
@@ -569,7 +580,10 @@ def _text(doc: dict, cluster: Cluster) -> str:
                      f"{r['busbw_gb_s']:>13.1f}  {r['algorithm']}/{r['protocol']}, {r['bottleneck']} "
                      f"({r['bound']}-bound)")
     lines += ["", "GB = 1e9 B, MB = 1e6 B; K/M/G sizes are powers of two as in nccl-tests; busbw = algbw x "
-              "busbw_factor (nccl-tests). NCCL's model predictions, not measurements."]
+              "busbw_factor (nccl-tests). " + ("Predictions calibrated on others' logs (Lab 01 scores them on held-out "
+                                                 "logs), without the host's time per call; "
+                                                 "not measurements." if doc.get("timing") == "calibrated" else
+                                                 "NCCL's model predictions, not measurements.")]
     if any(r["busbw_gb_s"] * 1e9 > cluster.intra.bw_Bps or (cluster.nodes > 1 and cluster.nic and
            r["busbw_gb_s"] * 1e9 > cluster.node_line_rate_Bps) for r in doc["rows"]):
         lines.append("note: busbw exceeds a line rate: the factor assumes point-to-point transfers, which in-network "
@@ -588,8 +602,15 @@ def cli_main(args) -> int:
         cluster = clusters.with_in_network(cluster, nvls=False)
     if args.nccl_version is not None:
         nccl_tuner.parse_version(args.nccl_version)  # ValueError (exit 2) names it
+    calibration = None
+    if args.calibrated:
+        if args.collective != "all_reduce":
+            raise cli.UsageError(f"--calibrated is fitted on AllReduce logs only; not for {args.collective}")
+        from x4lib.network import validation
+        calibration = validation.calibration()
     doc = predict_table(args.collective, args.sizes, cluster, in_network=in_network, algorithm=args.algorithm,
-                        protocol=None if args.protocol == "auto" else args.protocol, nccl_version=args.nccl_version)
+                        protocol=None if args.protocol == "auto" else args.protocol, nccl_version=args.nccl_version,
+                        calibration=calibration)
     if args.tuner_csv:
         text = tuner_csv(cluster, nccl_version=args.nccl_version)
         try:
