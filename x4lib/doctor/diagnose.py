@@ -378,6 +378,7 @@ def _log_numbers(log, L: Lines, nodes, ranks, earlier) -> list[Finding]:
                             + [L.ev(row.line)], "2 nodes, AllReduce, NCCL_ALGO=Ring not seen in the log; the "
                             "network bottleneck (NICs per node × line rate per direction) is not printed in it",
                             busbw, None))
+    out += _rows_not_steady(log, L)
     cat = _log_catalog_id(r.name for r in ranks)
     out += _one_thread_many_gpus(log, L, nodes, cat)
     if nodes != 1 or cat is None or coll not in nccl_tests.COLLECTIVES:
@@ -394,7 +395,7 @@ def _log_numbers(log, L: Lines, nodes, ranks, earlier) -> list[Finding]:
     cluster = clusters.custom_cluster(1, log.n_ranks, link.si, intra_kind="nvlink",
                                       cluster_id=f"1x{log.n_ranks}-{cat}")
     model = collectives.predict(coll, row.size_B, cluster).busbw_Bps / 1e9
-    explained = any(f.severity in ("problem", "warning") for f in earlier)
+    explained = any(f.severity in ("problem", "warning") for f in [*earlier, *out])
     if p.busbw_gb_s < threshold("below_model_fraction") * model and not explained:
         out.append(new_finding("below-model", L.name, [L.ev(row.line)],
                             f"{p.busbw_gb_s:g} GB/s is {100 * p.busbw_gb_s / model:.0f} % of the model",
@@ -402,6 +403,24 @@ def _log_numbers(log, L: Lines, nodes, ranks, earlier) -> list[Finding]:
                                             f"model busbw (x4lib.network.collectives, {coll}, 1 node × {log.n_ranks} "
                                             f"{cat}, per-direction link {link.value:g} GB/s) at {row.size_B} B")))
     return out
+
+
+def _rows_not_steady(log, L: Lines) -> list[Finding]:
+    """The log's times from 128 MiB fail the steady-rate test (x4lib.network.validation.first_unsteady_doubling: a
+    doubling adds less time than the one before); evidence: the three rows, each the faster of its two columns."""
+    from x4lib.network import sizes, validation
+    rows = {r.size_B: r for r in log.rows if r.out_of_place and r.out_of_place.time_us}
+    bad = validation.first_unsteady_doubling({s: validation.measured_s(r) for s, r in rows.items()})
+    if bad is None:
+        return []
+    s, first, second = bad
+    return [new_finding("rows-not-steady", L.name, [L.ev(rows[x].line) for x in (s, 2 * s, 4 * s)],
+                        f"{sizes.label(s)} to {sizes.label(2 * s)} adds {first * 1e6:,.0f} µs, {sizes.label(2 * s)} "
+                        f"to {sizes.label(4 * s)} only {second * 1e6:,.0f} µs",
+                        Quantity(round(second * 1e6, 1), "µs", f"time added from {sizes.label(2 * s)} to "
+                                                               f"{sizes.label(4 * s)}"),
+                        Quantity(round(first * 1e6, 1), "µs", f"at least the time added from {sizes.label(s)} to "
+                                                              f"{sizes.label(2 * s)} (twice it at one steady rate)"))]
 
 
 # ------------------------------------------------------------------------------------------ nvidia-smi topo -m
