@@ -36,7 +36,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "specs": ("x4lib.catalog.specs", "list the catalog, or show one device with every value's source"),
     "roofline": ("x4lib.compute.roofline", "peak, memory bandwidth and ridge point of a device"),
     "train-estimate": ("x4lib.training.economics", "time, cost and power of a training run (6·N·D)"),
-    "collective-predict": ("x4lib.network.collectives", "predicted time, algbw and busbw of a collective on a cluster"),
+    "collective-predict": ("x4lib.network.collective_cli", "predicted time, algbw and busbw of a collective on a cluster"),
     "matmul-predict": ("x4lib.compute.matmul", "achievable rate of an MxNxK matmul on a device (tiles, waves, clock, overhead)"),
     "nccl-parse": ("x4lib.network.nccl_log", "read an nccl-tests / rccl-tests log, check it, print JSON or CSV"),
     "check-claims": ("x4lib.book.claims", "check that every number in the book's prose is glued or cited"),
