@@ -21,7 +21,7 @@ import subprocess
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import urldefrag, urljoin, urlsplit
+from urllib.parse import unquote, urldefrag, urljoin, urlsplit
 
 # ipywidgets 8.1.9 goes with @jupyter-widgets/html-manager 1.0.15 (base ^6.0.12, controls ^5.0.13, like the
 # jupyterlab_widgets 3.0.17 it ships with); ipywidgets itself declares the range ^1.0.1. The pages (myst-nb 1.4.0)
@@ -181,6 +181,21 @@ def local_substitute(url: str, js: WidgetJS) -> Path | None:
     return None
 
 
+def missing_font_sources(sources: list[str], base_url: str, html_root: Path, js: WidgetJS) -> list[str]:
+    """The @font-face sources that point at nothing a reader's browser could load: a file of the book missing from
+    the build, or a CDN file that is not in the widget manager's package (when its local copy is there to look in).
+    Other CDN fonts are not judged here (test_pages_need_no_network reports any that is requested)."""
+    missing = []
+    for url in sources:
+        bare = urldefrag(url)[0].split("?", 1)[0]
+        if bare.startswith(base_url):
+            if not (html_root / unquote(bare[len(base_url):])).is_file():
+                missing.append(url)
+        elif HTML_MANAGER_URL.match(bare) and js.available and local_substitute(bare, js) is None:
+            missing.append(url)
+    return missing
+
+
 def is_widget_cdn_url(url: str) -> bool:
     return bool(HTML_MANAGER_URL.match(url) or REQUIREJS_URL.match(url))
 
@@ -248,6 +263,7 @@ def install_routes(context, base_url: str, js: WidgetJS, log: RouteLog) -> None:
 class PageReport:
     name: str                      # path under _build/html without ".html", e.g. "book/00-motivation"
     url: str = ""
+    base_url: str = ""             # the local server's root, e.g. "http://127.0.0.1:8000/"
     final_url: str = ""
     load_error: str = ""
     console_errors: list[str] = field(default_factory=list)   # unexpected ones only
@@ -258,6 +274,7 @@ class PageReport:
     mjx_containers: int = 0
     mjx_errors: list[str] = field(default_factory=list)
     mathjax_scripts: list[str] = field(default_factory=list)
+    font_sources: list[str] = field(default_factory=list)  # every @font-face url() the page's stylesheets declare
     mathjax_problem: str = ""
     sidebar_links: list[str] = field(default_factory=list)    # absolute URLs without fragment
     solutions: list[dict] = field(default_factory=list)
@@ -359,8 +376,32 @@ async ({placeholderTitle, spanishHeading, widgetMime}) => {
             inFigure: !!next && !!next.closest("figure")};
   });
 
+  // Every @font-face source the stylesheets declare (the <style> elements the widget bundles inject included),
+  // resolved against the sheet that declares it. A font downloads only when a glyph first needs it, so a source
+  // that points nowhere shows in the console or not depending on timing; the declaration itself is checked.
+  const fontSources = [];
+  const walk = (rules, base) => {
+    for (const r of rules) {
+      if (r.type === CSSRule.FONT_FACE_RULE) {
+        for (const m of (r.style.getPropertyValue("src") || "").matchAll(/url\(\s*["']?([^"')]+?)["']?\s*\)/g)) {
+          if (!m[1].startsWith("data:")) fontSources.push(new URL(m[1], base).href);
+        }
+      } else if (r.styleSheet) {
+        try { walk(r.styleSheet.cssRules, r.styleSheet.href || base); } catch (e) { /* cross-origin import */ }
+      } else if (r.cssRules) {
+        walk(r.cssRules, base);
+      }
+    }
+  };
+  for (const sheet of Array.from(document.styleSheets)) {
+    let rules;
+    try { rules = sheet.cssRules; } catch (e) { continue; }  // a cross-origin sheet cannot be read
+    walk(rules, sheet.href || document.baseURI);
+  }
+
   return {badImages, emptyFigures, mathEls: mathEls.length, mjx: mjx.length, mjxErrors, mathjaxScripts,
-          sidebarLinks, placeholder, spanish, widgetViews: views.length, rendered, fallbacks};
+          sidebarLinks, placeholder, spanish, widgetViews: views.length, rendered, fallbacks,
+          fontSources: Array.from(new Set(fontSources))};
 }
 """
 
@@ -562,7 +603,7 @@ def meta_refresh_target(source: str) -> str | None:
 def visit_page(browser, base_url: str, name: str, rel_path: str, js: WidgetJS, screenshot_dir: Path,
                has_math: bool, has_widgets: bool, redirect_to: str | None = None,
                nav_timeout_ms: int = 30_000) -> PageReport:
-    report = PageReport(name=name, url=base_url + rel_path)
+    report = PageReport(name=name, url=base_url + rel_path, base_url=base_url)
     context = browser.new_context(viewport=VIEWPORT, service_workers="block")
     context.set_default_timeout(10_000)
     install_routes(context, base_url, js, report.route)
@@ -600,6 +641,7 @@ def visit_page(browser, base_url: str, name: str, rel_path: str, js: WidgetJS, s
         report.math_elements, report.mjx_containers = data["mathEls"], data["mjx"]
         report.mjx_errors = data["mjxErrors"]
         report.mathjax_scripts = data["mathjaxScripts"]
+        report.font_sources = data["fontSources"]
         report.sidebar_links = data["sidebarLinks"]
         report.placeholder = data["placeholder"]
         report.spanish = data["spanish"]

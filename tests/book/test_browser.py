@@ -32,7 +32,7 @@ from browser_support import (CHROMIUM_ARGS, CHROMIUM_IGNORE_DEFAULT_ARGS, MIN_FI
                              MIN_FIGURE_WIDTH_PX, SPANISH_HEADING, VIEWPORT, WIDGET_NPM_PACKAGES, WIDGET_VIEW_MIME,
                              PageReport, StaticServer, WidgetJS, ci_is_on, ensure_widget_js, find_chromium,
                              MAX_TABLE_ROWS, glued_sentence_failures, html_pages, is_external,
-                             long_table_failures, meta_refresh_target,
+                             long_table_failures, meta_refresh_target, missing_font_sources,
                              overflow_failures, repr_failures, shrunk_figure_failures, small_figure_failures,
                              strip_suffix, theory_files, toc_files, visit_page)
 from conftest import ROOT
@@ -144,6 +144,15 @@ def test_pages_need_no_network(page_reports):
     """Offline: nothing but the local server and the two routed widget scripts may be requested."""
     bad = [f"{r.name}: {url}" for r in page_reports.values() for url in sorted(set(r.route.blocked))]
     _fail_if(bad, "requests to the network (blocked; the page must work offline)")
+
+
+def test_every_declared_font_exists(page_reports, html_root, widget_js):
+    """Each @font-face source resolves to a file: a wrong one downloads (and 404s) only when a glyph first needs it,
+    so the console shows it on some runs and not others; the declarations are checked instead (the widget bundles'
+    icon fonts once resolved next to the page, jupyter-widgets/ipywidgets#3658, book/_ext/x4_pagefix.py)."""
+    bad = [f"{r.name}: {u}" for r in _loaded(page_reports)
+           for u in missing_font_sources(r.font_sources, r.base_url, html_root, widget_js)]
+    _fail_if(bad, "@font-face sources that point at no file")
 
 
 def test_every_image_and_figure_loads(page_reports):
