@@ -151,7 +151,8 @@ def execute_notebook(notebook: Path, out: Path, parameters: dict, cell_timeout_s
     """Execute a lab notebook with papermill (kernel in book/, as in the book build), each cell limited to
     ``cell_timeout_s``. On a loaded machine a kernel and its client can both end up waiting for a message the
     other already sent (the cell done, the client never told); the time limit turns that into an error, and
-    the notebook is executed once more before the error is reported."""
+    the notebook is executed once more before the error is reported. So is a kernel that dies before its first
+    reply (renders started at once can draw the same free loopback port; nothing had run yet)."""
     import papermill as pm
     for attempt in (1, 2):
         try:
@@ -166,8 +167,17 @@ def execute_notebook(notebook: Path, out: Path, parameters: dict, cell_timeout_s
                                     extra_arguments=["--IPKernelApp.log_level=CRITICAL"])
             return
         except Exception as exc:  # noqa: BLE001 — only a timed-out or dead kernel is retried
-            if attempt == 2 or type(exc).__name__ not in ("CellTimeoutError", "DeadKernelError", "TimeoutError"):
+            if attempt == 2 or not _worth_a_second_try(exc):
                 raise
+
+
+def _worth_a_second_try(exc: BaseException) -> bool:
+    """A cell that timed out, a kernel that died, or one that died or stayed silent before its first reply
+    (jupyter_client's wait_for_ready raises a bare RuntimeError for both)."""
+    if type(exc).__name__ in ("CellTimeoutError", "DeadKernelError", "TimeoutError"):
+        return True
+    text = str(exc)
+    return type(exc) is RuntimeError and ("before replying to kernel_info" in text or "didn't respond" in text)
 
 
 def render(lab, run_dir: Path, stage: Path | None = None) -> Path:
